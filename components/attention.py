@@ -1,0 +1,216 @@
+"""Figures of attention patterns.
+
+`patterns` is `[layer, head, query_pos, key_pos]`; a single head is
+`[query_pos, key_pos]`. Labels come from `components.labels.token_labels`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from components.labels import head_label
+from components.palette import ATTENTION_COLORSCALE, png_data_uri, weights_to_rgb
+
+_FONT = dict(size=14)
+
+
+def _pixels_per_token(n_tokens: int) -> int:
+    """Upscale short sentences so each cell stays crisp; long ones stay at 1 px a token."""
+    return int(max(1, min(8, 120 // max(n_tokens, 1))))
+
+
+def composite_image(patterns: np.ndarray, scale: int, gap: int) -> np.ndarray:
+    """Tile every head into one `[rows·cell, cols·cell]` array, NaN in the gaps."""
+    n_layers, n_heads, n, _ = patterns.shape
+    cell = n * scale
+    height = n_layers * cell + (n_layers - 1) * gap
+    width = n_heads * cell + (n_heads - 1) * gap
+    canvas = np.full((height, width), np.nan, dtype=np.float32)
+    tiles = np.repeat(np.repeat(patterns, scale, axis=2), scale, axis=3)
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            top, left = layer * (cell + gap), head * (cell + gap)
+            canvas[top : top + cell, left : left + cell] = tiles[layer, head]
+    return canvas
+
+
+def all_heads_figure(
+    patterns: np.ndarray,
+    selected: tuple[int, int] | None = None,
+    hover_text: Sequence[Sequence[str]] | None = None,
+    title: str = "",
+) -> go.Figure:
+    """Every head at once as one image (cheap to send and draw), the selected head outlined."""
+    n_layers, n_heads, n, _ = patterns.shape
+    scale = _pixels_per_token(n)
+    gap = max(2, n * scale // 12)
+    cell = n * scale
+    pitch = cell + gap
+    rgb = weights_to_rgb(composite_image(patterns, scale, gap))
+    fig = go.Figure(go.Image(source=png_data_uri(rgb), hoverinfo="skip"))
+    centers_x = [h * pitch + cell / 2 for h in range(n_heads)]
+    centers_y = [layer * pitch + cell / 2 for layer in range(n_layers)]
+    if hover_text is None:
+        hover_text = [[head_label(la, h) for h in range(n_heads)] for la in range(n_layers)]
+    # An invisible one-cell-per-head layer gives each head a hover label.
+    fig.add_trace(
+        go.Heatmap(
+            z=np.zeros((n_layers, n_heads)),
+            x=centers_x,
+            y=centers_y,
+            text=hover_text,
+            hovertemplate="%{text}<extra></extra>",
+            opacity=0,
+            showscale=False,
+        )
+    )
+    if selected is not None:
+        layer, head = selected
+        pad = gap / 2
+        fig.add_shape(
+            type="rect",
+            x0=head * pitch - pad,
+            x1=head * pitch + cell + pad,
+            y0=layer * pitch - pad,
+            y1=layer * pitch + cell + pad,
+            line=dict(color="#d62728", width=3),
+        )
+    width = n_heads * pitch - gap
+    height = n_layers * pitch - gap
+    fig.update_xaxes(
+        tickvals=centers_x,
+        ticktext=[f"H{h}" for h in range(n_heads)],
+        side="top",
+        range=[-gap, width + gap],
+        showgrid=False,
+        zeroline=False,
+        title_text="head",
+    )
+    fig.update_yaxes(
+        tickvals=centers_y,
+        ticktext=[f"L{layer}" for layer in range(n_layers)],
+        range=[height + gap, -gap],
+        showgrid=False,
+        zeroline=False,
+        scaleanchor="x",
+        title_text="layer",
+    )
+    fig.update_layout(
+        title=title,
+        height=640,
+        margin=dict(l=50, r=10, t=80 if title else 50, b=10),
+        font=_FONT,
+        plot_bgcolor="white",
+        dragmode="zoom",
+    )
+    return fig
+
+
+def head_heatmap(
+    pattern: np.ndarray,
+    labels: Sequence[str],
+    title: str = "",
+    query_title: str = "query",
+    key_title: str = "key",
+) -> go.Figure:
+    """One head, token labels on both axes, exact weights on hover."""
+    n = pattern.shape[0]
+    fig = go.Figure(
+        go.Heatmap(
+            z=pattern,
+            x=list(labels),
+            y=list(labels),
+            zmin=0.0,
+            zmax=1.0,
+            colorscale=ATTENTION_COLORSCALE,
+            colorbar=dict(title="weight", thickness=12),
+            hovertemplate="%{y} → %{x}<br>weight %{z:.4f}<extra></extra>",
+            xgap=1 if n <= 40 else 0,
+            ygap=1 if n <= 40 else 0,
+        )
+    )
+    fig.update_xaxes(
+        title_text=key_title, tickangle=-60, type="category", side="top", automargin=True
+    )
+    fig.update_yaxes(title_text=query_title, autorange="reversed", type="category", automargin=True)
+    side = min(900, max(420, 22 * n + 160))
+    fig.update_layout(title=title, height=side, margin=dict(l=10, r=10, t=120, b=10), font=_FONT)
+    return fig
+
+
+def token_focus_figure(
+    patterns: np.ndarray,
+    query_pos: int,
+    labels: Sequence[str],
+    title: str = "",
+    key_title: str = "key",
+) -> go.Figure:
+    """What one token attends to, in every head: one row per head, grouped by layer."""
+    n_layers, n_heads, n, _ = patterns.shape
+    rows = patterns[:, :, query_pos, :].reshape(n_layers * n_heads, n)
+    row_labels = [head_label(la, h) for la in range(n_layers) for h in range(n_heads)]
+    fig = go.Figure(
+        go.Heatmap(
+            z=rows,
+            x=list(labels),
+            y=row_labels,
+            zmin=0.0,
+            zmax=1.0,
+            colorscale=ATTENTION_COLORSCALE,
+            colorbar=dict(title="weight", thickness=12),
+            hovertemplate="%{y} → %{x}<br>weight %{z:.4f}<extra></extra>",
+        )
+    )
+    for layer in range(1, n_layers):
+        fig.add_hline(y=layer * n_heads - 0.5, line=dict(color="white", width=3))
+    fig.update_xaxes(
+        title_text=key_title, tickangle=-60, type="category", side="top", automargin=True
+    )
+    fig.update_yaxes(autorange="reversed", type="category", tickfont=dict(size=10), automargin=True)
+    fig.update_layout(
+        title=title,
+        height=max(500, 12 * n_layers * n_heads + 160),
+        margin=dict(l=10, r=10, t=120, b=10),
+        font=_FONT,
+    )
+    return fig
+
+
+def head_summary_figure(
+    stats: dict[str, np.ndarray], titles: dict[str, str], formats: dict[str, str]
+) -> go.Figure:
+    """One small layer × head grid per statistic, side by side."""
+    from plotly.subplots import make_subplots
+
+    names = list(stats)
+    fig = make_subplots(
+        rows=1,
+        cols=len(names),
+        subplot_titles=[titles[name] for name in names],
+        horizontal_spacing=0.06,
+    )
+    for col, name in enumerate(names, start=1):
+        values = stats[name]
+        n_layers, n_heads = values.shape
+        fig.add_trace(
+            go.Heatmap(
+                z=values,
+                x=[f"H{h}" for h in range(n_heads)],
+                y=[f"L{la}" for la in range(n_layers)],
+                colorscale=ATTENTION_COLORSCALE,
+                showscale=False,
+                hovertemplate=f"%{{y}} %{{x}}<br>{titles[name]}: %{{z:{formats[name]}}}"
+                "<extra></extra>",
+                texttemplate=f"%{{z:{formats[name]}}}",
+                textfont=dict(size=9),
+                name=name,
+            ),
+            row=1,
+            col=col,
+        )
+        fig.update_yaxes(autorange="reversed", automargin=True, row=1, col=col)
+    fig.update_layout(height=330, margin=dict(l=10, r=10, t=60, b=10), font=_FONT)
+    return fig

@@ -1,0 +1,38 @@
+"""One colour scale for attention weights, usable by plotly and as a numpy lookup table."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import numpy as np
+from PIL import Image
+from plotly.colors import sample_colorscale
+
+ATTENTION_COLORSCALE = "Blues"
+GAP_RGB = (214, 219, 226)
+
+
+def _lookup_table(scale: str, size: int = 256) -> np.ndarray:
+    colors = sample_colorscale(scale, list(np.linspace(0.0, 1.0, size)), colortype="tuple")
+    return np.round(np.array(colors) * 255).astype(np.uint8)
+
+
+ATTENTION_LUT = _lookup_table(ATTENTION_COLORSCALE)
+
+
+def weights_to_rgb(values: np.ndarray, lut: np.ndarray = ATTENTION_LUT) -> np.ndarray:
+    """Map weights in [0, 1] to RGB; NaN (used for gaps) gets the gap colour."""
+    gaps = np.isnan(values)
+    index = np.round(np.clip(np.nan_to_num(values), 0.0, 1.0) * (len(lut) - 1)).astype(int)
+    rgb = lut[index]
+    rgb[gaps] = GAP_RGB
+    return rgb
+
+
+def png_data_uri(rgb: np.ndarray) -> str:
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8)).save(
+        buffer, format="PNG", optimize=False
+    )
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

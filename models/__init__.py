@@ -1,0 +1,1 @@
+"""Torch models and the numpy traces they return. Never imports streamlit."""

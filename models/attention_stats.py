@@ -1,0 +1,64 @@
+"""Numbers that summarise attention patterns. numpy only.
+
+Patterns are `[..., query_pos, key_pos]` with rows that sum to 1; every function
+reduces the last two axes, so one call handles a head, a layer or the whole model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def entropy_bits(pattern: np.ndarray) -> np.ndarray:
+    """Mean over queries of the Shannon entropy of each attention row, in bits."""
+    p = np.clip(pattern, 0.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, -p * np.log2(p), 0.0)
+    return terms.sum(axis=-1).mean(axis=-1)
+
+
+def mean_distance(pattern: np.ndarray) -> np.ndarray:
+    """Mean over queries of the expected |query_pos − key_pos|, in tokens."""
+    n = pattern.shape[-1]
+    pos = np.arange(n)
+    distance = np.abs(pos[:, None] - pos[None, :])
+    return (pattern * distance).sum(axis=-1).mean(axis=-1)
+
+
+def share_on_key(pattern: np.ndarray, key_pos: int) -> np.ndarray:
+    """Mean over queries of the weight placed on one key position."""
+    return pattern[..., key_pos].mean(axis=-1)
+
+
+def strongest_link(pattern: np.ndarray, ignore: tuple[int, ...] = ()) -> tuple[int, int, float]:
+    """(query, key, weight) of the largest weight in a 2-D pattern, skipping some keys."""
+    masked = pattern.astype(np.float64, copy=True)
+    for key in ignore:
+        masked[:, key] = -1.0
+    np.fill_diagonal(masked, -1.0)
+    q, k = np.unravel_index(int(np.argmax(masked)), masked.shape)
+    return int(q), int(k), float(pattern[q, k])
+
+
+def head_statistics(patterns: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-head `[layer, head]` summaries of a BERT-style pattern stack.
+
+    [CLS] is the first position and [SEP] the last, as the tokenizer places them.
+    """
+    return {
+        "entropy": entropy_bits(patterns),
+        "distance": mean_distance(patterns),
+        "cls": share_on_key(patterns, 0),
+        "sep": share_on_key(patterns, patterns.shape[-1] - 1),
+    }
+
+
+def strongest_head_for_query(
+    patterns: np.ndarray, query_pos: int, ignore: tuple[int, ...] = ()
+) -> tuple[int, int, int, float]:
+    """(layer, head, key, weight) of the largest weight one query gives another token."""
+    rows = patterns[:, :, query_pos, :].astype(np.float64, copy=True)
+    for key in (*ignore, query_pos):
+        rows[..., key] = -1.0
+    layer, head, key = np.unravel_index(int(np.argmax(rows)), rows.shape)
+    return int(layer), int(head), int(key), float(patterns[layer, head, query_pos, key])

@@ -1,0 +1,147 @@
+"""Lesson: every attention head of a pretrained encoder, on the visitor's sentence."""
+
+import numpy as np
+import streamlit as st
+
+from components.attention import (
+    all_heads_figure,
+    head_heatmap,
+    head_summary_figure,
+    token_focus_figure,
+)
+from components.frame import enter_lesson
+from components.i18n import t
+from components.labels import token_labels
+from components.widgets import current_sentence, encoder_run, load_encoder, show_chart, show_notes
+from models.attention_stats import head_statistics, strongest_head_for_query, strongest_link
+from models.inputs import Note
+from models.pretrained import MAX_TOKENS, MODEL_NAME, accent_changes, stack_patterns, unknown_spans
+
+enter_lesson()
+encoder = load_encoder()
+cfg = encoder.cfg
+st.header(t("heads.title"))
+st.caption(
+    t(
+        "heads.intro",
+        model=MODEL_NAME,
+        n_layers=cfg.n_layers,
+        n_heads=cfg.n_heads,
+        d_model=cfg.d_model,
+        d_head=cfg.d_head,
+    )
+)
+
+sentence = current_sentence()
+show_notes(sentence.notes)
+if sentence.is_empty:
+    st.stop()
+
+run = encoder_run(sentence.text)
+tokens = list(run.trace["tokens"])
+tokenized_notes = []
+if run.tokenized.truncated:
+    tokenized_notes.append(
+        Note(
+            "truncated_tokens",
+            {
+                "cap": MAX_TOKENS,
+                "original": run.tokenized.n_tokens_before_cap,
+                "cap_words": MAX_TOKENS * 3 // 4,
+            },
+        )
+    )
+unknown = unknown_spans(run.tokenized, sentence.text, encoder.unknown_token)
+if unknown:
+    shown = " ".join(dict.fromkeys(unknown))[:200]
+    tokenized_notes.append(Note("unknown_tokens", {"count": len(unknown)}, quote=shown))
+accents = accent_changes(sentence.text, encoder.tokenizer)
+if accents:
+    shown = ", ".join(f"{word} → {normalised}" for word, normalised in accents[:8])
+    tokenized_notes.append(Note("normalised", quote=shown))
+show_notes(tokenized_notes)
+
+st.caption(t("heads.tokens", n=len(tokens)))
+st.text(" · ".join(tokens))
+
+patterns = stack_patterns(run.trace)
+labels = token_labels(tokens)
+stats = head_statistics(patterns)
+n_layers, n_heads = patterns.shape[:2]
+
+pick_layer, pick_head = st.columns(2)
+layer = pick_layer.selectbox(
+    t("heads.layer"), range(n_layers), index=3, key="layer", bind="query-params"
+)
+head = pick_head.selectbox(
+    t("heads.head"), range(n_heads), index=0, key="head", bind="query-params"
+)
+
+hover = [
+    [
+        t(
+            "heads.all_hover",
+            layer=la,
+            head=h,
+            entropy=stats["entropy"][la, h],
+            distance=stats["distance"][la, h],
+            cls=stats["cls"][la, h],
+            sep=stats["sep"][la, h],
+        )
+        for h in range(n_heads)
+    ]
+    for la in range(n_layers)
+]
+st.subheader(t("heads.all_title", n_layers=n_layers, n_heads=n_heads))
+show_chart(all_heads_figure(patterns, selected=(layer, head), hover_text=hover), key="all_heads")
+st.caption(t("heads.all_caption"))
+
+specials = (0, len(tokens) - 1)
+one, focus = st.columns(2)
+with one:
+    st.subheader(t("heads.one_title", layer=layer, head=head))
+    pattern = patterns[layer, head]
+    show_chart(
+        head_heatmap(pattern, labels, query_title=t("heads.query"), key_title=t("heads.key")),
+        key="one_head",
+    )
+    q, k, w = strongest_link(pattern, ignore=specials)
+    st.text(t("heads.strongest", layer=layer, head=head, query=tokens[q], key=tokens[k], weight=w))
+
+with focus:
+    st.subheader(t("heads.focus_title"))
+    default_query = tokens.index("it") if "it" in tokens else min(1, len(tokens) - 1)
+    query = st.selectbox(
+        t("heads.focus_token"),
+        range(len(tokens)),
+        index=default_query,
+        format_func=lambda i: f"{i}: {tokens[i]}",
+        key=f"focus_{len(tokens)}_{hash(tuple(tokens))}",
+    )
+    show_chart(token_focus_figure(patterns, query, labels, key_title=t("heads.key")), key="focus")
+    st.caption(t("heads.focus_caption", count=n_layers * n_heads))
+    best_layer, best_head, best_key, best_w = strongest_head_for_query(patterns, query, specials)
+    st.text(
+        t(
+            "heads.focus_best",
+            token=tokens[query],
+            key=tokens[best_key],
+            weight=best_w,
+            layer=best_layer,
+            head=best_head,
+        )
+    )
+
+st.subheader(t("heads.summary_title"))
+stat_names = ("entropy", "distance", "cls", "sep")
+show_chart(
+    head_summary_figure(
+        {name: stats[name] for name in stat_names},
+        titles={name: t(f"heads.stat.{name}") for name in stat_names},
+        formats={"entropy": ".2f", "distance": ".1f", "cls": ".0%", "sep": ".0%"},
+    ),
+    key="summary",
+)
+st.caption(t("heads.summary_caption", max_entropy=float(np.log2(len(tokens)))))
+n_sink = int(((stats["cls"] + stats["sep"]) > 0.5).sum())
+st.info(t("heads.sinks", n_sink=n_sink, n_total=n_layers * n_heads))
