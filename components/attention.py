@@ -100,8 +100,8 @@ def all_heads_figure(
     )
     fig.update_layout(
         title=title,
-        height=640,
-        margin=dict(l=50, r=10, t=80 if title else 50, b=10),
+        height=560,
+        margin=dict(l=50, r=10, t=80 if title else 40, b=10),
         font=_FONT,
         plot_bgcolor="white",
         dragmode="zoom",

@@ -30,12 +30,17 @@ def share_on_key(pattern: np.ndarray, key_pos: int) -> np.ndarray:
     return pattern[..., key_pos].mean(axis=-1)
 
 
-def strongest_link(pattern: np.ndarray, ignore: tuple[int, ...] = ()) -> tuple[int, int, float]:
-    """(query, key, weight) of the largest weight in a 2-D pattern, skipping some keys."""
+def strongest_link(
+    pattern: np.ndarray, ignore: tuple[int, ...] = ()
+) -> tuple[int, int, float] | None:
+    """(query, key, weight) of the largest weight in a 2-D pattern, skipping some keys
+    and each token's weight on itself; None when nothing is left to compare."""
     masked = pattern.astype(np.float64, copy=True)
     for key in ignore:
         masked[:, key] = -1.0
     np.fill_diagonal(masked, -1.0)
+    if masked.max() < 0:
+        return None
     q, k = np.unravel_index(int(np.argmax(masked)), masked.shape)
     return int(q), int(k), float(pattern[q, k])
 
@@ -55,10 +60,13 @@ def head_statistics(patterns: np.ndarray) -> dict[str, np.ndarray]:
 
 def strongest_head_for_query(
     patterns: np.ndarray, query_pos: int, ignore: tuple[int, ...] = ()
-) -> tuple[int, int, int, float]:
-    """(layer, head, key, weight) of the largest weight one query gives another token."""
+) -> tuple[int, int, int, float] | None:
+    """(layer, head, key, weight) of the largest weight one query gives another token,
+    skipping some keys; None when nothing is left to compare."""
     rows = patterns[:, :, query_pos, :].astype(np.float64, copy=True)
     for key in (*ignore, query_pos):
         rows[..., key] = -1.0
+    if rows.max() < 0:
+        return None
     layer, head, key = np.unravel_index(int(np.argmax(rows)), rows.shape)
     return int(layer), int(head), int(key), float(patterns[layer, head, query_pos, key])

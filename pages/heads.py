@@ -17,6 +17,12 @@ from models.attention_stats import head_statistics, strongest_head_for_query, st
 from models.inputs import Note
 from models.pretrained import MAX_TOKENS, MODEL_NAME, accent_changes, stack_patterns, unknown_spans
 
+
+def select_head(layer: int, head: int) -> None:
+    st.session_state["layer"] = layer
+    st.session_state["head"] = head
+
+
 enter_lesson()
 encoder = load_encoder()
 cfg = encoder.cfg
@@ -70,11 +76,12 @@ stats = head_statistics(patterns)
 n_layers, n_heads = patterns.shape[:2]
 
 pick_layer, pick_head = st.columns(2)
+# Opens on layer 3, head 1: on the default sentence it links "it" to "animal".
 layer = pick_layer.selectbox(
     t("heads.layer"), range(n_layers), index=3, key="layer", bind="query-params"
 )
 head = pick_head.selectbox(
-    t("heads.head"), range(n_heads), index=0, key="head", bind="query-params"
+    t("heads.head"), range(n_heads), index=1, key="head", bind="query-params"
 )
 
 hover = [
@@ -105,8 +112,12 @@ with one:
         head_heatmap(pattern, labels, query_title=t("heads.query"), key_title=t("heads.key")),
         key="one_head",
     )
-    q, k, w = strongest_link(pattern, ignore=specials)
-    st.text(t("heads.strongest", layer=layer, head=head, query=tokens[q], key=tokens[k], weight=w))
+    link = strongest_link(pattern, ignore=specials)
+    if link is not None:
+        q, k, w = link
+        st.text(
+            t("heads.strongest", layer=layer, head=head, query=tokens[q], key=tokens[k], weight=w)
+        )
 
 with focus:
     st.subheader(t("heads.focus_title"))
@@ -120,17 +131,26 @@ with focus:
     )
     show_chart(token_focus_figure(patterns, query, labels, key_title=t("heads.key")), key="focus")
     st.caption(t("heads.focus_caption", count=n_layers * n_heads))
-    best_layer, best_head, best_key, best_w = strongest_head_for_query(patterns, query, specials)
-    st.text(
-        t(
-            "heads.focus_best",
-            token=tokens[query],
-            key=tokens[best_key],
-            weight=best_w,
-            layer=best_layer,
-            head=best_head,
+    # Neighbours are skipped too: many heads just look one token back or ahead.
+    neighbours = tuple(k for k in (query - 1, query + 1) if 0 < k < len(tokens) - 1)
+    best = strongest_head_for_query(patterns, query, (*specials, *neighbours))
+    if best is not None:
+        best_layer, best_head, best_key, best_w = best
+        st.text(
+            t(
+                "heads.focus_best",
+                token=tokens[query],
+                key=tokens[best_key],
+                weight=best_w,
+                layer=best_layer,
+                head=best_head,
+            )
         )
-    )
+        st.button(
+            t("heads.focus_show", layer=best_layer, head=best_head),
+            on_click=select_head,
+            args=(best_layer, best_head),
+        )
 
 st.subheader(t("heads.summary_title"))
 stat_names = ("entropy", "distance", "cls", "sep")

@@ -1,0 +1,54 @@
+"""Helpers to drive lessons through Streamlit's AppTest, the way a visitor arrives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from components.lessons import LESSONS
+
+ROOT = Path(__file__).resolve().parents[2]
+# The first run loads the pretrained model; later runs reuse the process-wide cache.
+APP_TIMEOUT = 180
+
+
+def open_lesson(url_path: str, sentence: str | None = None, **query: str) -> AppTest:
+    """Open the app with query parameters, then go to the lesson, as a shared link does."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT)
+    if sentence is not None:
+        at.query_params["sentence"] = sentence
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    lesson = next(lesson for lesson in LESSONS if lesson.url_path == url_path)
+    at.switch_page(lesson.file).run()
+    return at
+
+
+def chart_specs(at: AppTest) -> list[dict]:
+    """Every plotly chart on the page, as the figure dict the browser receives."""
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def texts(at: AppTest) -> list[str]:
+    return [el.value for el in at.text]
+
+
+def messages(at: AppTest) -> list[str]:
+    return [el.value for kind in ("info", "warning", "error") for el in getattr(at, kind)]
+
+
+@pytest.fixture(params=[lesson.url_path for lesson in LESSONS])
+def lesson_path(request) -> str:
+    return request.param
+
+
+def chart(at: AppTest, key: str) -> dict:
+    """The plotly chart drawn with `key` (its element id ends with the key)."""
+    for el in at.get("plotly_chart"):
+        if el.proto.id.endswith(f"-{key}"):
+            return json.loads(el.proto.spec)
+    raise AssertionError(f"no chart with key {key!r}")

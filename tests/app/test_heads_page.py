@@ -1,0 +1,140 @@
+"""The attention-heads lesson, driven through AppTest as a visitor would."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+
+import numpy as np
+from conftest import chart, chart_specs, messages, open_lesson, texts
+from PIL import Image
+
+DEFAULT_TOKENS = [
+    "[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street",
+    "because", "it", "was", "too", "tired", "[SEP]",
+]  # fmt: skip
+
+
+def labels(tokens: list[str]) -> list[str]:
+    return [f"{i}:{tok}" for i, tok in enumerate(tokens)]
+
+
+def test_default_sentence_draws_every_chart_with_its_tokens():
+    at = open_lesson("heads")
+    assert not at.exception
+    assert len(chart_specs(at)) == 4
+    one = chart(at, "one_head")["data"][0]
+    assert one["x"] == labels(DEFAULT_TOKENS)
+    assert one["y"] == labels(DEFAULT_TOKENS)
+    assert chart(at, "focus")["data"][0]["x"] == labels(DEFAULT_TOKENS)
+    assert " · ".join(DEFAULT_TOKENS) in texts(at)
+
+
+def test_all_heads_image_tiles_every_layer_and_head():
+    at = open_lesson("heads", "The cat sat on the mat")
+    image = chart(at, "all_heads")["data"][0]
+    assert image["type"] == "image"
+    png = base64.b64decode(image["source"].split(",", 1)[1])
+    width, height = Image.open(io.BytesIO(png)).size
+    # 12 heads across, 6 layers down: the picture is about twice as wide as tall.
+    assert 1.8 < width / height < 2.2
+    hover = chart(at, "all_heads")["data"][1]["text"]
+    assert np.array(hover).shape == (6, 12)
+
+
+def test_editing_the_sentence_changes_the_token_labels():
+    at = open_lesson("heads")
+    at.text_input(key="sentence").set_value("A giraffe ate the leaves").run()
+    one = chart(at, "one_head")["data"][0]
+    assert one["x"] == labels(
+        ["[CLS]", "a", "gi", "##raf", "##fe", "ate", "the", "leaves", "[SEP]"]
+    )
+    assert chart(at, "focus")["data"][0]["x"] == one["x"]
+
+
+def test_shared_link_restores_sentence_layer_and_head():
+    at = open_lesson("heads", "The cat sat on the mat", layer="5", head="11")
+    assert at.text_input(key="sentence").value == "The cat sat on the mat"
+    assert "Layer 5, head 11" in [s.value for s in at.subheader]
+    assert chart(at, "one_head")["data"][0]["x"][2] == "2:cat"
+
+
+def test_empty_sentence_shows_a_message_and_no_chart():
+    for empty in ("", "   \t  "):
+        at = open_lesson("heads")
+        at.text_input(key="sentence").set_value(empty).run()
+        assert not at.exception
+        assert any("Type a sentence" in m for m in messages(at))
+        assert chart_specs(at) == []
+
+
+def test_thousand_word_sentence_is_capped_with_a_note_naming_the_cap():
+    words = " ".join(f"word{i % 50}" for i in range(1000))
+    at = open_lesson("heads", words)
+    assert not at.exception
+    notes = messages(at)
+    assert any("Truncated to 128 tokens" in m for m in notes)
+    one = chart(at, "one_head")["data"][0]
+    assert len(one["x"]) == 128
+    assert one["x"][-1] == "127:[SEP]"
+
+
+def test_repeated_tokens_keep_their_own_labels():
+    at = open_lesson("heads", "the the the")
+    assert chart(at, "one_head")["data"][0]["x"] == [
+        "0:[CLS]",
+        "1:the",
+        "2:the",
+        "3:the",
+        "4:[SEP]",
+    ]
+
+
+def test_chinese_and_emoji_are_reported_as_unknown_and_quoted_as_text():
+    at = open_lesson("heads", "I love 你 😀 pizza")
+    assert any("became [UNK]" in m for m in messages(at))
+    assert any("😀" in t for t in texts(at))
+    assert "[UNK]" in " ".join(chart(at, "one_head")["data"][0]["x"])
+
+
+def test_hostile_text_stays_text():
+    hostile = "<img src=x onerror=alert(1)> **bold** [a](http://127.0.0.2/x)"
+    at = open_lesson("heads", hostile)
+    assert not at.exception
+    rendered = [m.value for m in at.markdown] + messages(at)
+    assert not any("onerror" in m for m in rendered)
+    for label in chart(at, "one_head")["data"][0]["x"]:
+        assert "<" not in label and ">" not in label
+    assert any("&lt;" in label for label in chart(at, "one_head")["data"][0]["x"])
+
+
+def test_show_strongest_head_button_selects_that_head():
+    at = open_lesson("heads", "The cat sat on the mat", layer="0", head="0")
+    button = at.button[0]
+    layer, head = re.fullmatch(r"Show layer (\d+), head (\d+) above", button.label).groups()
+    assert (layer, head) != ("0", "0")
+    button.click().run()
+    assert f"Layer {layer}, head {head}" in [s.value for s in at.subheader]
+
+
+def test_invalid_layer_and_head_in_the_link_fall_back_to_valid_ones():
+    at = open_lesson("heads", "The cat sat", layer="99", head="abc")
+    assert not at.exception
+    assert len(chart_specs(at)) == 4
+
+
+def test_preset_fills_the_sentence_box():
+    at = open_lesson("heads")
+    preset = at.selectbox(key="preset")
+    choice = preset.options[2]
+    preset.select(choice).run()
+    assert at.text_input(key="sentence").value == choice
+    assert at.selectbox(key="preset").value is None
+
+
+def test_one_word_sentence_draws_without_a_strongest_link():
+    at = open_lesson("heads", "a")
+    assert not at.exception
+    assert chart(at, "one_head")["data"][0]["x"] == ["0:[CLS]", "1:a", "2:[SEP]"]
+    assert not any(m.startswith("Something went wrong") for m in messages(at))
