@@ -1,0 +1,90 @@
+"""Every lesson, held to the same rules: bad input gets a message, never a traceback.
+
+The lessons come from components.lessons.LESSONS, so a new lesson is covered as soon
+as it is registered.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import chart_specs, messages, open_lesson
+
+from models.inputs import MAX_CHARS
+
+VALID = "The giraffe ate green leaves"
+
+# (name, text, words the visitor must be told about, or None when the text is fine)
+BAD_INPUTS = [
+    ("empty", "", "Type a sentence"),
+    ("whitespace", " \t \n ", "Type a sentence"),
+    ("ten_thousand_chars", "abc " * 2500, f"only the first {MAX_CHARS}"),
+    ("control_chars", "The\x00 cat\x07 sat\x1b[31m", "invisible character"),
+    ("zero_width_and_rtl", "The\u200b cat\u202e sat\u200f", "invisible character"),
+    ("emoji", "I love 😀 and 👩‍👩‍👧 so much", None),
+    ("cjk", "我爱你，你爱我", None),
+    ("combining_accents", "cafe\u0301 naïve re\u0301sume\u0301", None),
+    ("html", "<img src=x onerror=alert(1)><script>alert(2)</script>", None),
+    ("markdown", "**bold** [link](javascript:alert(1)) ![img](http://127.0.0.2/x.png)", None),
+    ("latex", r"$\frac{a}{b}$ and $$x^2$$", None),
+    ("pseudo_html_labels", "<b>bold</b> <br> <a href='x'>link</a> %{x}", None),
+]
+
+
+def assert_no_failure(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not any(m.startswith("Something went wrong") for m in messages(at))
+
+
+def rendered_markup(at) -> str:
+    """Everything drawn through sinks that render markdown or HTML."""
+    parts = [el.value for el in at.markdown] + messages(at)
+    parts += [el.value for el in at.caption] + [el.value for el in at.subheader]
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize(("name", "text", "told"), BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+def test_bad_input_gets_a_message_then_valid_input_draws(lesson_path, name, text, told):
+    at = open_lesson(lesson_path, text)
+    assert_no_failure(at)
+    if told is not None:
+        assert any(told in m for m in messages(at)), messages(at)
+    if name in ("empty", "whitespace"):
+        assert chart_specs(at) == []
+    # Hostile text never reaches a sink that renders markup.
+    for payload in ("onerror", "<script", "javascript:", "127.0.0.2", "<b>"):
+        assert payload not in rendered_markup(at)
+    for spec in chart_specs(at):
+        for trace in spec["data"]:
+            for axis in ("x", "y"):
+                labels = trace.get(axis)
+                if isinstance(labels, list):
+                    assert not any("<" in str(label) for label in labels)
+    at.text_input(key="sentence").set_value(VALID).run()
+    assert_no_failure(at)
+    specs = chart_specs(at)
+    assert specs, "valid input after bad input draws charts"
+    assert any("leaves" in json.dumps(spec) for spec in specs)
+
+
+GARBAGE = ["nan", "1e9", "-1", "abc", "", "999999999999999999999"]
+
+
+def bound_widget_keys(at) -> list[str]:
+    kinds = ("selectbox", "slider", "number_input", "select_slider", "radio", "checkbox")
+    keys = []
+    for kind in kinds:
+        for widget in getattr(at, kind, []):
+            key = getattr(widget, "key", None)
+            if key and not key.startswith("$$"):
+                keys.append(key)
+    return keys
+
+
+@pytest.mark.parametrize("garbage", GARBAGE)
+def test_garbage_in_the_link_never_breaks_a_page(lesson_path, garbage):
+    keys = [k for k in bound_widget_keys(open_lesson(lesson_path)) if k != "preset"]
+    at = open_lesson(lesson_path, VALID, **{key: garbage for key in keys})
+    assert_no_failure(at)
+    assert chart_specs(at)
