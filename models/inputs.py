@@ -15,7 +15,6 @@ MAX_CHARS = 2000
 # Categories that carry no visible text: control characters (Cc), format marks such
 # as zero-width joiners and right-to-left overrides (Cf), unassigned and private use.
 _INVISIBLE_CATEGORIES = {"Cc", "Cf", "Cn", "Co", "Cs"}
-_KEPT_WHITESPACE = {" ", "\t", "\n"}
 
 
 @dataclass(frozen=True)
@@ -45,8 +44,11 @@ def _strip_invisible(text: str) -> tuple[str, int]:
     kept = []
     removed = 0
     for ch in text:
-        if ch in _KEPT_WHITESPACE or unicodedata.category(ch) not in _INVISIBLE_CATEGORIES:
-            kept.append(" " if ch in _KEPT_WHITESPACE else ch)
+        if ch.isspace():
+            # Every kind of line break and space separates words, as a space does.
+            kept.append(" ")
+        elif unicodedata.category(ch) not in _INVISIBLE_CATEGORIES:
+            kept.append(ch)
         else:
             removed += 1
     return "".join(kept), removed

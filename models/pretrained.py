@@ -152,6 +152,8 @@ def accent_changes(text: str, tokenizer) -> list[tuple[str, str]]:
     changes = []
     for word in text.split():
         normalised = normalizer.normalize_str(word) if normalizer else word.lower()
+        # The normaliser pads each CJK character with spaces; that changes no letter.
+        normalised = normalised.replace(" ", "")
         if normalised != word.lower() and (word, normalised) not in changes:
             changes.append((word, normalised))
     return changes

@@ -1,0 +1,26 @@
+"""Shared helpers for the unit tests: a seeded generator and synthetic attention patterns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20240611)
+
+
+def dirichlet_patterns(
+    rng: np.random.Generator, n_layers: int, n_heads: int, n: int, alpha: float = 0.5
+) -> np.ndarray:
+    """A `[layer, head, query, key]` stack whose rows are random distributions (sum to 1)."""
+    return rng.dirichlet(np.full(n, alpha), size=(n_layers, n_heads, n)).astype(np.float32)
+
+
+@pytest.fixture
+def make_patterns(rng):
+    def make(n_layers: int, n_heads: int, n: int, alpha: float = 0.5) -> np.ndarray:
+        return dirichlet_patterns(rng, n_layers, n_heads, n, alpha)
+
+    return make

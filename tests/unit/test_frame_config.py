@@ -1,0 +1,190 @@
+"""The frame's plain data (lessons, UI strings) and source rules every file must keep."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from components.i18n import I18N_DIR, strings, t
+from components.lessons import LESSONS
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# --- lessons and strings -----------------------------------------------------------------
+
+
+def test_there_is_at_least_one_lesson_and_url_paths_are_unique():
+    assert LESSONS
+    paths = [lesson.url_path for lesson in LESSONS]
+    assert len(paths) == len(set(paths))
+    assert len({lesson.file for lesson in LESSONS}) == len(LESSONS)
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.url_path)
+def test_every_lesson_file_exists_in_pages_with_its_url_path_as_stem(lesson):
+    path = REPO_ROOT / lesson.file
+    assert path.is_file(), lesson.file
+    assert path.parent == REPO_ROOT / "pages"
+    assert path.suffix == ".py"
+    assert path.stem == lesson.url_path
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.url_path)
+def test_every_lesson_string_exists_in_english(lesson):
+    english = strings("en")
+    for key in (lesson.title_key, lesson.blurb_key):
+        assert key in english, key
+        assert english[key].strip(), key
+
+
+def test_t_formats_params():
+    assert t("heads.tokens", n=7) == "7 tokens:"
+    assert t("note.truncated_chars", cap=2000, original=10_000) == (
+        "Your text has 10000 characters; only the first 2000 are used."
+    )
+
+
+def test_t_accepts_a_param_named_key():
+    text = t("heads.strongest", layer=3, head=1, query="it", key="animal", weight=0.64)
+    assert "it → animal" in text
+    assert "layer 3, head 1" in text
+    assert "0.64" in text
+
+
+def test_t_without_params_returns_the_raw_string():
+    assert t("app.title") == "SeqLens"
+    assert t("nav.home") == strings("en")["nav.home"]
+
+
+def test_t_falls_back_to_english_for_a_missing_language():
+    assert t("nav.home", language="xx-none") == t("nav.home")
+
+
+def _load_rejecting_duplicates(path: Path) -> dict[str, str]:
+    def pairs_hook(pairs):
+        counts = Counter(key for key, _ in pairs)
+        repeated = sorted(key for key, count in counts.items() if count > 1)
+        assert not repeated, f"{path.name} repeats keys inside the file: {repeated}"
+        return dict(pairs)
+
+    return json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=pairs_hook)
+
+
+def test_english_string_files_have_no_duplicate_keys():
+    files = sorted((I18N_DIR / "en").glob("*.json"))
+    assert files
+    owners: dict[str, str] = {}
+    clashes = []
+    for path in files:
+        part = _load_rejecting_duplicates(path)
+        assert all(isinstance(value, str) for value in part.values()), path.name
+        for key in part:
+            if key in owners:
+                clashes.append((key, owners[key], path.name))
+            owners[key] = path.name
+    assert clashes == []
+    assert set(strings("en")) == set(owners)
+
+
+# --- source rules over every tracked Python file -----------------------------------------
+
+
+def _tracked_python_files() -> list[Path]:
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--", "*.py"],
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return [REPO_ROOT / name for name in out.split("\0") if name]
+
+
+TRACKED = _tracked_python_files()
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(REPO_ROOT).as_posix()
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module an `import` or `from … import` names, anywhere in the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            found.add("." * node.level + (node.module or ""))
+    return found
+
+
+def _imports_package(path: Path, package: str) -> bool:
+    return any(m == package or m.startswith(package + ".") for m in _imported_modules(path))
+
+
+def test_the_source_scan_sees_the_app():
+    names = {_rel(path) for path in TRACKED}
+    assert {"app.py", "models/pretrained.py", "components/attention.py", "pages/heads.py"} <= names
+
+
+# Built from pieces so this file does not match its own patterns.
+FORBIDDEN = {
+    "torch" + ".load(": "pickle-based loading runs code; ship safetensors",
+    "unsafe_allow_html" + "=True": "renders visitor text as HTML",
+    "components" + ".v1.html": "injects raw HTML/JS into the page",
+}
+
+
+@pytest.mark.parametrize("pattern", FORBIDDEN, ids=["torch-load", "unsafe-html", "v1-html"])
+def test_no_tracked_file_uses_a_forbidden_call(pattern):
+    squeeze = re.compile(r"\s+")
+    offenders = [
+        _rel(path)
+        for path in TRACKED
+        if pattern in squeeze.sub("", path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == [], f"{pattern!r} ({FORBIDDEN[pattern]}) in {offenders}"
+
+
+def test_no_tracked_file_imports_streamlit_html_components():
+    offenders = [
+        _rel(path)
+        for path in TRACKED
+        if any(m.startswith("streamlit.components.v1.html") for m in _imported_modules(path))
+    ]
+    assert offenders == []
+
+
+def test_models_never_import_streamlit():
+    files = [path for path in TRACKED if _rel(path).startswith("models/")]
+    assert files
+    assert [_rel(p) for p in files if _imports_package(p, "streamlit")] == []
+
+
+def test_components_never_import_torch():
+    files = [path for path in TRACKED if _rel(path).startswith("components/")]
+    assert files
+    assert [_rel(p) for p in files if _imports_package(p, "torch")] == []
+
+
+def test_no_page_imports_another_page():
+    pages = [path for path in TRACKED if _rel(path).startswith("pages/")]
+    assert pages
+    stems = {path.stem for path in pages}
+    offenders = []
+    for path in pages:
+        for module in _imported_modules(path):
+            root = module.split(".")[0]
+            if root == "pages" or root in stems or module.startswith("."):
+                offenders.append((_rel(path), module))
+    assert offenders == []

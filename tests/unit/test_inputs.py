@@ -1,0 +1,154 @@
+"""prepare_sentence: the one gate every visitor's text passes before a model sees it."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from models.inputs import MAX_CHARS, Note, PreparedText, prepare_sentence
+
+
+def _codes(prepared: PreparedText) -> list[str]:
+    return [note.code for note in prepared.notes]
+
+
+def _note(prepared: PreparedText, code: str) -> Note:
+    (note,) = [note for note in prepared.notes if note.code == code]
+    return note
+
+
+# --- empty input -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw", ["", "   ", " \t\n  \n", None], ids=["empty", "spaces", "ws", "none"]
+)
+def test_empty_or_blank_input_is_empty_with_one_empty_note(raw):
+    prepared = prepare_sentence(raw)
+    assert prepared.text == ""
+    assert prepared.is_empty
+    assert prepared.notes == (Note("empty_text"),)
+
+
+def test_non_string_input_is_read_as_its_text():
+    assert prepare_sentence(42) == PreparedText("42")
+    assert prepare_sentence(3.5).text == "3.5"
+    assert not prepare_sentence(42).is_empty
+
+
+# --- caps --------------------------------------------------------------------------------
+
+
+def test_ten_thousand_chars_are_capped_with_a_note_naming_the_cap():
+    prepared = prepare_sentence("x" * 10_000)
+    assert len(prepared.text) == MAX_CHARS == 2000
+    assert prepared.text == "x" * MAX_CHARS
+    note = _note(prepared, "truncated_chars")
+    assert note.params == {"cap": MAX_CHARS, "original": 10_000}
+    assert _codes(prepared) == ["truncated_chars"]
+
+
+def test_cap_cut_leaves_no_trailing_space():
+    prepared = prepare_sentence("ab " * 10, max_chars=6)  # "ab ab " cut, then stripped
+    assert prepared.text == "ab ab"
+    assert _note(prepared, "truncated_chars").params == {"cap": 6, "original": 29}
+
+
+def test_text_at_the_cap_is_not_truncated():
+    prepared = prepare_sentence("y" * MAX_CHARS)
+    assert prepared.text == "y" * MAX_CHARS
+    assert prepared.notes == ()
+
+
+def test_whitespace_runs_collapse_to_single_spaces():
+    prepared = prepare_sentence("  the\tcat \n\n sat  ")
+    assert prepared.text == "the cat sat"
+    assert prepared.notes == ()
+
+
+# --- invisible characters ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected", "count"),
+    [
+        ("a\x00b\x07c\x1bd", "abcd", 3),  # NUL, BEL, ESC: control characters (Cc)
+        ("👨\u200d👩\u200d👧", "👨👩👧", 2),  # zero-width joiner (Cf)
+        ("abc\u202edef", "abcdef", 1),  # right-to-left override (Cf)
+        ("pay\u202e\u200bfdp.exe\u2066x", "payfdp.exex", 3),  # mixed format marks
+        ("\u200b\u200c\u200d", "", 3),  # only invisible characters
+    ],
+    ids=["control", "zwj", "rlo", "mixed", "only-invisible"],
+)
+def test_invisible_characters_are_removed_and_counted(raw, expected, count):
+    prepared = prepare_sentence(raw)
+    assert prepared.text == expected
+    assert _note(prepared, "removed_invisible").params == {"count": count}
+    assert ("empty_text" in _codes(prepared)) == (expected == "")
+
+
+@pytest.mark.parametrize("separator", ["\r", "\x0b", "\x0c"], ids=["cr", "vt", "ff"])
+def test_whitespace_control_characters_still_separate_words(separator):
+    assert prepare_sentence(f"one{separator}two").text == "one two"
+
+
+# --- text kept as it is ------------------------------------------------------------------
+
+
+def test_cjk_is_kept_unchanged():
+    for raw in ("我爱你", "日本語のテキスト", "한국어 문장"):
+        assert prepare_sentence(raw) == PreparedText(raw)
+
+
+def test_combining_accents_are_composed_nfc():
+    prepared = prepare_sentence("cafe\u0301 nai\u0308ve")
+    assert prepared.text == "caf\u00e9 na\u00efve"
+    assert len(prepared.text) == len("café naïve") == 10
+    assert unicodedata.is_normalized("NFC", prepared.text)
+    assert prepared.notes == ()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "<b>bold</b> <script>alert(1)</script>",
+        '<a href="https://example.com">link</a> <img src=x onerror=alert(1)>',
+        "**bold** _it_ [link](https://example.com) ![img](https://example.com/a.png) # head",
+        r"$\frac{a}{b}$ and $$\sum_i x_i$$ \textbf{x}",
+        "&amp; &lt; {curly} {0} %s",
+    ],
+    ids=["html", "html-attrs", "markdown", "latex", "entities-format"],
+)
+def test_markup_is_kept_verbatim_as_text(raw):
+    assert prepare_sentence(raw) == PreparedText(raw)
+
+
+# --- properties --------------------------------------------------------------------------
+
+
+def _check_invariants(prepared: PreparedText, cap: int) -> None:
+    assert isinstance(prepared.text, str)
+    assert len(prepared.text) <= cap
+    assert not any(unicodedata.category(ch) in {"Cc", "Cf"} for ch in prepared.text)
+    assert prepared.text == prepared.text.strip()
+    assert prepared.is_empty == ("empty_text" in _codes(prepared))
+    assert prepared.is_empty == (prepared.text == "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_any_text_becomes_short_visible_text(raw):
+    _check_invariants(prepare_sentence(raw), MAX_CHARS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(), st.integers(min_value=1, max_value=40))
+def test_any_text_respects_any_cap(raw, cap):
+    prepared = prepare_sentence(raw, max_chars=cap)
+    _check_invariants(prepared, cap)
+    uncapped = prepare_sentence(raw, max_chars=10**9).text
+    assert uncapped.startswith(prepared.text)
+    assert ("truncated_chars" in _codes(prepared)) == (len(uncapped) > cap)
