@@ -1,0 +1,244 @@
+"""SeqLens in a real browser: live typing, deep links on a fresh server, every page, offline.
+
+Waits poll for a condition with generous timeouts (the first chart after a fresh start loads
+the model: 12-18 s on 2 cores); nothing here sleeps and then asserts.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import parse_qs, quote, urlsplit
+
+import pytest
+
+from components.i18n import t
+from components.lessons import LESSONS
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the `browser` fixture skips (or fails in CI) with an install hint
+    expect = None
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
+
+CHART = '[data-testid="stPlotlyChart"]'
+SENTENCE_INPUT = '[data-testid="stTextInput"] input'
+NAV_LINKS = '[data-testid="stSidebarNav"] a'
+CURRENT_NAV_LINK = f'{NAV_LINKS}[aria-current="page"]'
+EXCEPTION = '[data-testid="stException"]'
+FIRST_CHART_TIMEOUT_MS = 90_000
+RERUN_TIMEOUT_MS = 30_000
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"  # git-ignored
+LESSON_PATHS = {lesson.url_path for lesson in LESSONS}
+
+# Every word is one WordPiece token, so each shows up whole on the chart's axes.
+TYPED_SENTENCE = "The hungry zebra eats green leaves"
+DEEP_LINK_SENTENCE = "Seven purple dolphins sang quietly tonight"
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def record_requests(page, base_url: str, request_log: dict, name: str) -> list[tuple[str, str]]:
+    """Every HTTP request and websocket this page's context opens, kept for the offline test."""
+    seen = request_log.setdefault(name, [])
+    page.context.on("request", lambda req: seen.append((base_url, req.url)))
+    page.on("websocket", lambda ws: seen.append((base_url, ws.url)))
+    return seen
+
+
+def outside_requests(seen: list[tuple[str, str]]) -> list[str]:
+    bad = []
+    for base_url, url in seen:
+        if url.startswith(("data:", "blob:")):
+            continue
+        server, target = urlsplit(base_url), urlsplit(url)
+        local = target.hostname == "127.0.0.1" and target.port == server.port
+        if not (local and target.scheme in ("http", "ws")):
+            bad.append(url)
+    return bad
+
+
+def wait_until_idle(page, timeout: int = RERUN_TIMEOUT_MS) -> None:
+    """No script run in progress, no stale (greyed) element, no spinner."""
+    page.wait_for_function(
+        """() => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            return app && app.getAttribute('data-test-script-state') === 'notRunning'
+                && !document.querySelector('[data-stale="true"]')
+                && !document.querySelector('[data-testid="stSpinner"]');
+        }""",
+        timeout=timeout,
+    )
+
+
+def wait_for_charts(page, timeout: int = FIRST_CHART_TIMEOUT_MS) -> None:
+    """At least one plotly chart, and every chart on the page drawn (its SVG is in)."""
+    page.wait_for_function(
+        """(sel) => {
+            const charts = [...document.querySelectorAll(sel)];
+            return charts.length > 0 && charts.every(c => c.querySelector('.main-svg'));
+        }""",
+        arg=CHART,
+        timeout=timeout,
+    )
+
+
+def tick_labels(page, chart_key: str) -> list[str]:
+    return page.evaluate(
+        """(key) => [...document.querySelectorAll(`.st-key-${key} .xtick text`)]
+                       .map(t => t.textContent)""",
+        chart_key,
+    )
+
+
+def wait_for_tick_words(page, chart_key: str, words: list[str], timeout: int) -> None:
+    """Until the chart's x-axis tick labels ("3:zebra") contain every one of `words`."""
+    page.wait_for_function(
+        """([key, words]) => {
+            const ticks = [...document.querySelectorAll(`.st-key-${key} .xtick text`)]
+                .map(t => t.textContent.replace(/^\\d+:/, ''));
+            return words.every(w => ticks.includes(w));
+        }""",
+        arg=[chart_key, words],
+        timeout=timeout,
+    )
+
+
+def assert_page_healthy(page) -> None:
+    expect(page.locator(EXCEPTION)).to_have_count(0)
+    text = page.locator("body").inner_text()
+    assert "Something went wrong" not in text
+    assert "Page not found" not in text
+
+
+def screenshot(page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def click_through_nav(page, base_url: str, shot_prefix: str | None = None) -> list[str]:
+    """From `/`, click every sidebar entry (then the first again) and check each page."""
+    page.goto(f"{base_url}/")
+    expect(page.get_by_role("heading", name=t("home.title"))).to_be_visible(
+        timeout=FIRST_CHART_TIMEOUT_MS
+    )
+    wait_until_idle(page)
+    links = page.locator(NAV_LINKS)
+    expect(links).to_have_count(1 + len(LESSONS))
+    hrefs = [links.nth(i).get_attribute("href") for i in range(links.count())]
+    visited = []
+    # Home first (a no-op), each lesson, then Home again after leaving it.
+    for href in [*hrefs, hrefs[0]]:
+        page.locator(f'{NAV_LINKS}[href="{href}"]').click()
+        path = urlsplit(href).path.strip("/")
+        expect(page).to_have_url(re.compile(rf"^{re.escape(href.rstrip('/'))}/?(\?.*)?$"))
+        expect(page.locator(CURRENT_NAV_LINK)).to_have_attribute("href", href)
+        if path in LESSON_PATHS:
+            wait_for_charts(page)
+        else:
+            expect(page.get_by_role("heading", name=t("home.title"))).to_be_visible()
+            expect(page.locator(CHART)).to_have_count(0)
+        wait_until_idle(page)
+        assert_page_healthy(page)
+        if shot_prefix:
+            screenshot(page, f"{shot_prefix}-{len(visited):02d}-{path or 'home'}")
+        visited.append(path or "home")
+    return visited
+
+
+# ---------------------------------------------------------------- tests
+
+
+def test_typing_without_enter_redraws_the_head_heatmap_and_updates_the_url(
+    page, app_server, request_log
+):
+    seen = record_requests(page, app_server, request_log, "typing")
+    page.goto(f"{app_server}/heads")
+    wait_for_charts(page)
+    wait_for_tick_words(page, "one_head", ["animal", "street"], timeout=RERUN_TIMEOUT_MS)
+    wait_until_idle(page)
+
+    box = page.locator(SENTENCE_INPUT)
+    expect(box).to_have_count(1)
+    box.click()
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.type(TYPED_SENTENCE, delay=30)  # no Enter, no blur: the box is live
+
+    wait_for_tick_words(page, "one_head", TYPED_SENTENCE.lower().split(), RERUN_TIMEOUT_MS)
+    wait_until_idle(page)
+    labels = tick_labels(page, "one_head")
+    assert not any(label.endswith(":animal") for label in labels), labels
+    assert labels[0].endswith(":[CLS]") and labels[-1].endswith(":[SEP]"), labels
+    expect(page.get_by_text("[CLS] · the · hungry · zebra")).to_be_visible()
+    # Typing kept its place: focus still in the box, every character there.
+    expect(box).to_be_focused()
+    expect(box).to_have_value(TYPED_SENTENCE)
+
+    page.wait_for_function(
+        "(s) => new URLSearchParams(location.search).get('sentence') === s",
+        arg=TYPED_SENTENCE,
+        timeout=RERUN_TIMEOUT_MS,
+    )
+    assert parse_qs(urlsplit(page.url).query)["sentence"] == [TYPED_SENTENCE]
+    assert urlsplit(page.url).path == "/heads"
+
+    page.locator(".st-key-one_head").scroll_into_view_if_needed()
+    screenshot(page, "typing-heads-after")
+    assert_page_healthy(page)
+    assert outside_requests(seen) == []
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.url_path)
+def test_deep_link_as_first_visit_to_a_fresh_server_opens_the_lesson(
+    page, fresh_app_server, request_log, lesson
+):
+    base = fresh_app_server
+    seen = record_requests(page, base, request_log, f"deep-link-{lesson.url_path}")
+    page.goto(f"{base}/{lesson.url_path}?sentence={quote(DEEP_LINK_SENTENCE)}")
+    wait_for_charts(page)
+    wait_until_idle(page)
+
+    # The frame's navigation, not Streamlit's legacy listing of pages/ (which links /home).
+    links = page.locator(NAV_LINKS)
+    expect(links).to_have_count(1 + len(LESSONS))
+    hrefs = {links.nth(i).get_attribute("href") for i in range(links.count())}
+    assert hrefs == {f"{base}/"} | {f"{base}/{other.url_path}" for other in LESSONS}
+    current = page.locator(CURRENT_NAV_LINK)
+    expect(current).to_have_count(1)
+    expect(current).to_have_attribute("href", f"{base}/{lesson.url_path}")
+    expect(current).to_contain_text(t(lesson.title_key))
+
+    # The frame drew around the lesson: title and the shared sentence box, filled from the URL.
+    expect(page.get_by_role("heading", name=t("app.title"), exact=True)).to_be_visible()
+    box = page.locator(SENTENCE_INPUT)
+    expect(box).to_have_count(1)
+    expect(box).to_have_value(DEEP_LINK_SENTENCE)
+    expect(page.locator(CHART).first).to_be_visible()
+    assert parse_qs(urlsplit(page.url).query).get("sentence") == [DEEP_LINK_SENTENCE]
+    assert urlsplit(page.url).path == f"/{lesson.url_path}"
+
+    assert_page_healthy(page)
+    screenshot(page, f"deep-link-{lesson.url_path}")
+    assert outside_requests(seen) == []
+
+
+def test_every_sidebar_entry_renders_without_error(page, app_server, request_log):
+    seen = record_requests(page, app_server, request_log, "click-through")
+    visited = click_through_nav(page, app_server, shot_prefix="nav")
+    assert visited == ["home", *(lesson.url_path for lesson in LESSONS), "home"]
+    assert outside_requests(seen) == []
+
+
+def test_no_request_leaves_the_local_server(page, app_server, request_log):
+    """Offline: whatever the typing and click-through tests loaded came from our server."""
+    if not {"typing", "click-through"} <= request_log.keys():
+        # Run on its own (e.g. with -k): make the click-through visit here.
+        seen = record_requests(page, app_server, request_log, "offline")
+        click_through_nav(page, app_server)
+        assert seen
+    everything = [entry for entries in request_log.values() for entry in entries]
+    assert len(everything) > 10, "suspiciously few requests recorded"
+    assert any(url.startswith("ws://") for _, url in everything), "no websocket seen"
+    assert outside_requests(everything) == []
