@@ -19,4 +19,7 @@ class Lesson:
     blurb_key: str
 
 
-LESSONS: tuple[Lesson, ...] = (Lesson("pages/heads.py", "heads", "🔍", "nav.heads", "home.heads"),)
+LESSONS: tuple[Lesson, ...] = (
+    Lesson("pages/heads.py", "heads", "🔍", "nav.heads", "home.heads"),
+    Lesson("pages/positional.py", "positional", "📍", "nav.positional", "home.positional"),
+)

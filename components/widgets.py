@@ -98,3 +98,25 @@ def encoder_run(text: str) -> EncoderRun:
     encoder = load_encoder()
     tokenized = encoder.tokenize(text)
     return EncoderRun(tokenized, encoder.run_with_cache(tokenized))
+
+
+# --- SeqLens's own small models (models/tokenizer.py, models/transformer.py) ---
+
+
+@st.cache_resource(show_spinner=False)
+def load_tokenizer():
+    from models.tokenizer import Tokenizer
+
+    return Tokenizer()
+
+
+@st.cache_resource(show_spinner=False)
+def load_transformer(positional: str = "sinusoidal", causal: bool = False, seed: int = 0):
+    """One frozen random Transformer per (encoding, direction, seed), shared by every session:
+    only ever read (no hooks, nothing stored on it)."""
+    from models.transformer import Transformer, TransformerConfig
+
+    cfg = TransformerConfig(
+        d_vocab=load_tokenizer().vocab_size, positional=positional, causal=causal
+    )
+    return Transformer(cfg, seed=seed)

@@ -1,0 +1,217 @@
+"""Figures of positional encodings: numpy arrays and labels in, plotly figures out.
+
+Every builder drops or refuses non-finite values, so no NaN or inf reaches the browser;
+token axes take labels from `components.labels.token_labels` (escaped and unique).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+
+_FONT = dict(size=14)
+ENCODING_COLORSCALE = "RdBu"
+SCHEME_COLORS = dict(
+    zip(("sinusoidal", "learned", "rope", "alibi", "none"), qualitative.D3, strict=False)
+)
+# Errors are drawn on a log axis; an exact zero is drawn at this floor instead.
+LOG_FLOOR = 1e-17
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    values = np.asarray(values, dtype=np.float64)
+    if not np.isfinite(values).all():
+        raise ValueError("a chart was given NaN or inf")
+    return values
+
+
+def _finite_line(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The points of a line whose y is finite (NaN marks 'not defined here')."""
+    x, y = np.asarray(x), np.asarray(y, dtype=np.float64)
+    keep = np.isfinite(y)
+    return x[keep], y[keep]
+
+
+def _finish(fig: go.Figure, title: str, height: int, top: int = 70) -> go.Figure:
+    """Shared layout: axes grow their margins so tick labels are never clipped."""
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=top, b=10), font=_FONT)
+    return fig
+
+
+def _end_marker(fig: go.Figure, at: float, text: str) -> None:
+    fig.add_vline(x=at, line=dict(color="#444", width=2, dash="dash"))
+    if text:
+        fig.add_annotation(
+            x=at, y=1.0, yref="paper", text=text, showarrow=False, xanchor="left", yanchor="bottom"
+        )
+
+
+def encoding_heatmap(
+    table: np.ndarray, n_sentence: int, title: str = "", end_text: str = ""
+) -> go.Figure:
+    """A `[position, dimension]` table: x is the position, y the dimension."""
+    table = _finite(table)
+    n_pos, d = table.shape
+    limit = float(np.abs(table).max()) or 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=table.T.astype(np.float32),
+            x=np.arange(n_pos),
+            y=np.arange(d),
+            zmid=0.0,
+            zmin=-limit,
+            zmax=limit,
+            colorscale=ENCODING_COLORSCALE,
+            colorbar=dict(title="value", thickness=12),
+            hovertemplate="position %{x}, dimension %{y}<br>value %{z:.4f}<extra></extra>",
+        )
+    )
+    _end_marker(fig, n_sentence - 0.5, end_text)
+    fig.update_xaxes(title_text="position", showgrid=False)
+    fig.update_yaxes(title_text="dimension", autorange="reversed", showgrid=False)
+    return _finish(fig, title, 420)
+
+
+def waves_figure(
+    table: np.ndarray, dims: Sequence[int], n_sentence: int, title: str = "", end_text: str = ""
+) -> go.Figure:
+    """Chosen dimensions of a table as curves over position."""
+    table = _finite(table)
+    positions = np.arange(table.shape[0])
+    fig = go.Figure()
+    for dim in dims:
+        fig.add_trace(
+            go.Scatter(
+                x=positions,
+                y=table[:, dim],
+                mode="lines+markers" if len(positions) <= 80 else "lines",
+                marker=dict(size=5),
+                name=f"dim {dim}",
+                hovertemplate=f"dim {dim}<br>position %{{x}}: %{{y:.4f}}<extra></extra>",
+            )
+        )
+    _end_marker(fig, n_sentence - 0.5, end_text)
+    fig.update_xaxes(title_text="position")
+    fig.update_yaxes(title_text="value")
+    return _finish(fig, title, 360)
+
+
+def curves_figure(
+    curves: Mapping[str, np.ndarray],
+    x: np.ndarray,
+    title: str = "",
+    x_title: str = "",
+    y_title: str = "",
+    colors: Mapping[str, str] | None = None,
+    marker_at: float | None = None,
+    marker_text: str = "",
+    log_y: bool = False,
+) -> go.Figure:
+    """One line per named curve over a shared x; NaN points are left out of the line."""
+    fig = go.Figure()
+    for name, y in curves.items():
+        xs, ys = _finite_line(x, y)
+        if log_y:
+            ys = np.maximum(np.abs(ys), LOG_FLOOR)
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                name=name,
+                line=dict(color=(colors or {}).get(name)),
+                hovertemplate=f"{name}<br>%{{x}}: %{{y:.4g}}<extra></extra>",
+            )
+        )
+    if marker_at is not None:
+        _end_marker(fig, marker_at, marker_text)
+    fig.update_xaxes(title_text=x_title)
+    fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear", exponentformat="e")
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0))
+    return _finish(fig, title, 420, top=110)
+
+
+def matrix_figure(
+    matrix: np.ndarray,
+    title: str = "",
+    x_title: str = "",
+    y_title: str = "",
+    x_labels: Sequence | None = None,
+    y_labels: Sequence | None = None,
+    value_name: str = "value",
+) -> go.Figure:
+    """A square-ish matrix, diverging colours centred on zero, exact values on hover."""
+    matrix = _finite(matrix)
+    limit = float(np.abs(matrix).max()) or 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=matrix.astype(np.float32),
+            x=list(x_labels) if x_labels is not None else None,
+            y=list(y_labels) if y_labels is not None else None,
+            zmid=0.0,
+            zmin=-limit,
+            zmax=limit,
+            colorscale=ENCODING_COLORSCALE,
+            colorbar=dict(title=value_name, thickness=12),
+            hovertemplate=f"row %{{y}}, column %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title_text=x_title, showgrid=False)
+    fig.update_yaxes(
+        title_text=y_title,
+        autorange="reversed",
+        showgrid=False,
+        scaleanchor="x",
+        constrain="domain",
+    )
+    return _finish(fig, title, 460)
+
+
+def error_bars_figure(
+    errors: Mapping[str, float], title: str = "", y_title: str = "", threshold: float | None = None
+) -> go.Figure:
+    """One bar per named measurement, on a log axis (an exact zero sits at LOG_FLOOR)."""
+    names = list(errors)
+    values = np.maximum(_finite(np.array([errors[n] for n in names])), LOG_FLOOR)
+    fig = go.Figure(
+        go.Bar(
+            x=names,
+            y=values,
+            marker_color=[SCHEME_COLORS.get(n, "#1f77b4") for n in names],
+            text=[f"{v:.1e}" for v in values],
+            textposition="outside",
+            cliponaxis=False,
+            hovertemplate="%{x}<br>%{y:.3e}<extra></extra>",
+        )
+    )
+    if threshold is not None:
+        fig.add_hline(y=threshold, line=dict(color="#444", dash="dot"))
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(title_text=y_title, type="log", exponentformat="e")
+    return _finish(fig, title, 380)
+
+
+def per_token_figure(
+    per_token: Mapping[str, np.ndarray], labels: Sequence[str], title: str = "", y_title: str = ""
+) -> go.Figure:
+    """Grouped bars: how far each token's output moved, one group per token, a bar per scheme."""
+    fig = go.Figure()
+    for name, values in per_token.items():
+        fig.add_trace(
+            go.Bar(
+                x=list(labels),
+                y=np.maximum(_finite(values), LOG_FLOOR),
+                name=name,
+                marker_color=SCHEME_COLORS.get(name),
+                hovertemplate=f"{name}<br>%{{x}}: %{{y:.3e}}<extra></extra>",
+            )
+        )
+    fig.update_xaxes(type="category", tickangle=-45, automargin=True)
+    fig.update_yaxes(title_text=y_title, type="log", exponentformat="e")
+    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0))
+    return _finish(fig, title, 400, top=90)

@@ -1,0 +1,365 @@
+"""Lesson: positional encodings, measured on the visitor's sentence and a small Transformer."""
+
+import numpy as np
+import streamlit as st
+
+from components.frame import enter_lesson
+from components.i18n import t
+from components.labels import token_labels
+from components.positional import (
+    SCHEME_COLORS,
+    curves_figure,
+    encoding_heatmap,
+    error_bars_figure,
+    matrix_figure,
+    per_token_figure,
+    waves_figure,
+)
+from components.widgets import (
+    current_sentence,
+    load_tokenizer,
+    load_transformer,
+    show_chart,
+    show_notes,
+)
+from models import positional as pe
+from models.inputs import Note
+from models.tokenizer import MAX_TOKENS
+
+enter_lesson()
+
+ORDER_PAIRS = (("dog bites man", "man bites dog"), ("我爱你", "你爱我"))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def model_outputs(ids: tuple[int, ...], scheme: str) -> np.ndarray:
+    out, _ = load_transformer(scheme).run_with_cache(list(ids))
+    return out.numpy()
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def order_effects(ids: tuple[int, ...], order: str, seed: int) -> dict:
+    perm = pe.permutation(len(ids), order, seed)
+    reordered = tuple(ids[i] for i in perm)
+    return {
+        scheme: pe.order_effect(model_outputs(ids, scheme), model_outputs(reordered, scheme), perm)
+        for scheme in pe.SCHEMES
+    } | {"perm": perm}
+
+
+@st.cache_data(show_spinner=False)
+def rotation_check(d_model: int, n_pos: int) -> float:
+    return pe.max_rotation_error(pe.sinusoidal_table(n_pos, d_model), range(0, n_pos // 2))
+
+
+def learned_table(n_pos: int) -> np.ndarray:
+    return load_transformer("learned").W_pos[:n_pos].numpy().astype(np.float64)
+
+
+cfg = load_transformer("sinusoidal").cfg
+st.header(t("positional.title"))
+st.caption(
+    t(
+        "positional.intro",
+        d_model=cfg.d_model,
+        n_heads=cfg.n_heads,
+        d_head=cfg.d_head,
+        n_layers=cfg.n_layers,
+        n_ctx=cfg.n_ctx,
+    )
+)
+
+sentence = current_sentence()
+show_notes(sentence.notes)
+if sentence.is_empty:
+    st.stop()
+
+tokenizer = load_tokenizer()
+encoded = tokenizer.encode(sentence.text, MAX_TOKENS)
+token_notes = []
+if encoded.truncated:
+    token_notes.append(
+        Note("own_truncated_tokens", {"cap": MAX_TOKENS, "original": encoded.n_tokens_before_cap})
+    )
+unknown = encoded.unknown_spans(sentence.text)
+if unknown:
+    shown = " ".join(dict.fromkeys(unknown))[:200]
+    token_notes.append(Note("own_unknown_tokens", {"count": len(unknown)}, quote=shown))
+show_notes(token_notes)
+tokens = list(encoded.tokens)
+n = len(tokens)
+st.caption(t("positional.tokens", n=n))
+st.text(" · ".join(tokens))
+
+# 1. The table -----------------------------------------------------------------------
+st.subheader(t("positional.table.title"))
+span = min(max(2 * n, n + 32), cfg.n_ctx)
+left, right = st.columns(2)
+table_scheme = left.selectbox(
+    t("positional.table.scheme"),
+    ("sinusoidal", "learned"),
+    format_func=lambda s: t(f"positional.scheme.{s}"),
+    key="pe_table",
+    bind="query-params",
+)
+dims = right.multiselect(
+    t("positional.table.dims"),
+    list(range(cfg.d_model)),
+    default=[0, 1, 20, 40],
+    max_selections=6,
+    key="pe_dims",
+    bind="query-params",
+)
+table = pe.sinusoidal_table(span, cfg.d_model) if table_scheme == "sinusoidal" else None
+if table is None:
+    table = learned_table(span)
+end_text = t("positional.sentence_end")
+show_chart(encoding_heatmap(table, n, end_text=end_text), key="pe_heatmap")
+if dims:
+    show_chart(waves_figure(table, sorted(dims), n, end_text=end_text), key="pe_waves")
+st.caption(
+    t(
+        f"positional.table.explain.{table_scheme}",
+        span=span,
+        span_last=span - 1,
+        n=n,
+        d_model=cfg.d_model,
+    )
+)
+
+# 2. Similarity against offset ---------------------------------------------------------
+st.subheader(t("positional.similarity.title"))
+refs = [0, 16, 64, 256]
+max_offset = 128
+sims = {
+    "sinusoidal": pe.similarity_by_offset(pe.sinusoidal_table(cfg.n_ctx, cfg.d_model), refs, 128),
+    "learned": pe.similarity_by_offset(learned_table(cfg.n_ctx), refs, max_offset),
+}
+offsets = np.arange(max_offset + 1)
+sim_cols = st.columns(2)
+for col, (scheme, curves) in zip(sim_cols, sims.items(), strict=True):
+    with col:
+        show_chart(
+            curves_figure(
+                {
+                    t("positional.similarity.from", ref=ref): row
+                    for ref, row in zip(refs, curves, strict=True)
+                },
+                offsets,
+                title=t(f"positional.scheme.{scheme}"),
+                x_title=t("positional.offset"),
+                y_title="PE(p)·PE(p+k)",
+            ),
+            key=f"pe_similarity_{scheme}",
+        )
+spread = float(np.nanmax(np.ptp(sims["sinusoidal"], axis=0)))
+spread_learned = float(np.nanmax(np.ptp(sims["learned"], axis=0)))
+st.caption(
+    t(
+        "positional.similarity.explain",
+        spread=spread,
+        spread_learned=spread_learned,
+        half=cfg.d_model // 2,
+    )
+)
+
+# 3. The linear relation -------------------------------------------------------------
+st.subheader(t("positional.rotation.title"))
+k = st.slider(t("positional.rotation.offset"), 1, 128, 5, key="pe_offset", bind="query-params")
+rot_table = pe.sinusoidal_table(cfg.n_ctx, cfg.d_model)
+exact = pe.rotation_errors(rot_table, k)
+naive = pe.per_dimension_fit_errors(rot_table, k)
+rot_left, rot_right = st.columns(2)
+with rot_left:
+    show_chart(
+        matrix_figure(
+            pe.rotation_matrix(k, cfg.d_model),
+            title=t("positional.rotation.matrix", k=k),
+            x_title=t("positional.rotation.in_dim"),
+            y_title=t("positional.rotation.out_dim"),
+        ),
+        key="pe_rotation_matrix",
+    )
+with rot_right:
+    positions = np.arange(cfg.n_ctx - k)
+    show_chart(
+        curves_figure(
+            {
+                t("positional.rotation.exact_curve"): exact.max(axis=1),
+                t("positional.rotation.naive_curve"): naive.max(axis=1),
+            },
+            positions,
+            title=t("positional.rotation.errors", k=k),
+            x_title=t("positional.position"),
+            y_title="max |error|",
+            log_y=True,
+        ),
+        key="pe_rotation_errors",
+    )
+st.caption(
+    t(
+        "positional.rotation.explain",
+        k=k,
+        exact=float(exact.max()),
+        naive=float(naive.max()),
+        all_k=rotation_check(cfg.d_model, cfg.n_ctx),
+        n_k=cfg.n_ctx // 2,
+        n_pos=cfg.n_ctx,
+    )
+)
+
+# 4. RoPE -----------------------------------------------------------------------------
+st.subheader(t("positional.rope.title"))
+shift = st.slider(t("positional.rope.shift"), 0, 2000, 300, key="pe_shift", bind="query-params")
+q_vec, k_vec = pe.rope_demo_vectors(cfg.d_head)
+grid = int(np.clip(n, 8, 48))
+scores = pe.rope_scores(q_vec, k_vec, grid)
+shifted = pe.rope_scores(q_vec, k_vec, grid, start=shift)
+shift_error = float(np.abs(shifted - scores).max())
+rope_left, rope_right = st.columns(2)
+with rope_left:
+    show_chart(
+        matrix_figure(
+            shifted,
+            title=t("positional.rope.grid", start=shift, stop=shift + grid - 1),
+            x_title=t("positional.rope.key_pos"),
+            y_title=t("positional.rope.query_pos"),
+            x_labels=np.arange(shift, shift + grid),
+            y_labels=np.arange(shift, shift + grid),
+            value_name="q·k",
+        ),
+        key="pe_rope_grid",
+    )
+with rope_right:
+    max_distance = 512
+    show_chart(
+        curves_figure(
+            {f"d_head {d}": pe.rope_decay(d, max_distance) for d in (16, 64, 128)},
+            np.arange(max_distance + 1),
+            title=t("positional.rope.decay"),
+            x_title=t("positional.distance"),
+            y_title=t("positional.rope.decay_axis"),
+        ),
+        key="pe_rope_decay",
+    )
+st.caption(t("positional.rope.explain", shift=shift, error=shift_error, grid=grid))
+
+# 5. Order blindness ------------------------------------------------------------------
+st.subheader(t("positional.order.title"))
+if n < 2:
+    st.info(t("positional.order.too_short"))
+else:
+    order_col, seed_col = st.columns(2)
+    order = order_col.selectbox(
+        t("positional.order.how"),
+        ("reverse", "rotate", "shuffle"),
+        format_func=lambda o: t(f"positional.order.{o}"),
+        key="pe_order",
+        bind="query-params",
+    )
+    seed = seed_col.slider(
+        t("positional.order.seed"),
+        0,
+        99,
+        0,
+        key="pe_seed",
+        bind="query-params",
+        disabled=order != "shuffle",
+    )
+    effects = order_effects(tuple(encoded.ids), order, seed)
+    perm = effects["perm"]
+    st.caption(t("positional.order.reordered"))
+    st.text(" · ".join(tokens[i] for i in perm))
+    bar_col, token_col = st.columns([1, 2])
+    with bar_col:
+        show_chart(
+            error_bars_figure(
+                {s: effects[s]["max_error"] for s in pe.SCHEMES},
+                title=t("positional.order.max_title"),
+                y_title="max |error|",
+                threshold=1e-5,
+            ),
+            key="pe_order_max",
+        )
+    with token_col:
+        show_chart(
+            per_token_figure(
+                {s: effects[s]["per_token"] for s in pe.SCHEMES},
+                token_labels(tokens),
+                title=t("positional.order.token_title"),
+                y_title=t("positional.order.token_axis"),
+            ),
+            key="pe_order_tokens",
+        )
+    st.caption(
+        t(
+            "positional.order.explain",
+            none=effects["none"]["max_error"],
+            sinusoidal=effects["sinusoidal"]["max_error"],
+            scale=effects["none"]["scale"],
+        )
+    )
+
+pair_rows = []
+for first, second in ORDER_PAIRS:
+    a, b = tokenizer.encode(first).ids, tokenizer.encode(second).ids
+    for scheme in pe.SCHEMES:
+        out_a, out_b = model_outputs(tuple(a), scheme), model_outputs(tuple(b), scheme)
+        pair_rows.append(
+            {
+                t("positional.order.pair"): f"{first} / {second}",
+                t("positional.order.scheme"): t(f"positional.scheme.{scheme}"),
+                t("positional.order.pooled"): float(
+                    np.linalg.norm(out_a.mean(axis=0) - out_b.mean(axis=0))
+                ),
+            }
+        )
+st.caption(t("positional.order.pairs"))
+st.dataframe(pair_rows, hide_index=True, width="content")
+
+# 6. Extrapolation --------------------------------------------------------------------
+st.subheader(t("positional.extrapolation.title"))
+built = st.slider(
+    t("positional.extrapolation.built"), 8, 128, 32, key="pe_built", bind="query-params"
+)
+reach = 4 * built
+profiles = {
+    t(f"positional.scheme.{s}"): pe.positional_score_by_distance(
+        s, cfg.d_head if s == "rope" else cfg.d_model, reach, learned=learned_table(built)
+    )
+    for s in pe.SCHEMES
+}
+show_chart(
+    curves_figure(
+        profiles,
+        np.arange(reach + 1),
+        title=t("positional.extrapolation.figure"),
+        x_title=t("positional.distance"),
+        y_title=t("positional.extrapolation.axis"),
+        colors={t(f"positional.scheme.{s}"): SCHEME_COLORS[s] for s in pe.SCHEMES},
+        marker_at=built,
+        marker_text=t("positional.extrapolation.marker", built=built),
+    ),
+    key="pe_extrapolation",
+)
+try:
+    load_transformer("learned").pos_embed(cfg.n_ctx + 1)
+    learned_message = ""
+except ValueError as error:
+    learned_message = str(error)
+slopes = pe.alibi_slopes(cfg.n_heads)
+st.caption(
+    t(
+        "positional.extrapolation.explain",
+        built=built,
+        sin_turns=pe.periods_within(cfg.d_model, built),
+        sin_pairs=cfg.d_model // 2,
+        rope_turns=pe.periods_within(cfg.d_head, built),
+        rope_pairs=cfg.d_head // 2,
+        n_ctx=cfg.n_ctx,
+        learned_message=learned_message,
+        gentle=float(slopes[-1]),
+        far=reach,
+        alibi_weight=float(np.exp(-slopes[-1] * reach)),
+    )
+)

@@ -1,0 +1,81 @@
+"""The positional-encoding lesson, driven through AppTest as a visitor would."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from conftest import chart, chart_specs, messages, open_lesson, texts
+
+CHARTS = {
+    "pe_heatmap",
+    "pe_waves",
+    "pe_similarity_sinusoidal",
+    "pe_similarity_learned",
+    "pe_rotation_matrix",
+    "pe_rotation_errors",
+    "pe_rope_grid",
+    "pe_rope_decay",
+    "pe_order_max",
+    "pe_order_tokens",
+    "pe_extrapolation",
+}
+
+
+def _no_failure(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not any(m.startswith("Something went wrong") for m in messages(at))
+
+
+def _all_finite(spec: dict) -> bool:
+    text = json.dumps(spec)
+    return "NaN" not in text and "Infinity" not in text
+
+
+def test_cjk_and_emoji_draw_every_chart_and_name_the_unknown_token():
+    at = open_lesson("positional", "我爱你 🙂 dog bites man")
+    _no_failure(at)
+    specs = chart_specs(at)
+    assert {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")} >= CHARTS
+    assert all(_all_finite(spec) for spec in specs)
+    assert "我 · 爱 · 你 · [UNK] · dog · bites · man" in texts(at)
+    assert any("[UNK]" in m for m in messages(at))
+    assert "🙂" in texts(at)  # the hidden text is quoted through an inert sink
+    tokens = chart(at, "pe_order_tokens")["data"][0]["x"]
+    assert tokens[:3] == ["0:我", "1:爱", "2:你"]
+
+
+def test_order_blindness_is_measured_live():
+    at = open_lesson("positional", "dog bites man")
+    _no_failure(at)
+    bars = chart(at, "pe_order_max")["data"][0]
+    errors = dict(zip(bars["x"], _values(bars["y"]), strict=True))
+    assert errors["none"] < 1e-5
+    assert errors["sinusoidal"] > 1e-2 and errors["rope"] > 1e-2 and errors["learned"] > 1e-2
+    assert "man · bites · dog" in texts(at)
+
+
+def test_a_512_token_input_is_capped_with_a_note_and_still_draws():
+    at = open_lesson("positional", "a b " * 300)
+    _no_failure(at)
+    assert any("Truncated to 512 tokens" in m and "600" in m for m in messages(at))
+    assert len(chart_specs(at)) == len(CHARTS)
+    assert len(chart(at, "pe_order_tokens")["data"][0]["x"]) == 512
+    assert all(_all_finite(spec) for spec in chart_specs(at))
+
+
+def test_controls_come_from_the_link():
+    at = open_lesson("positional", "dog bites man", pe_offset="17", pe_shift="1000")
+    _no_failure(at)
+    assert chart(at, "pe_rotation_matrix")["layout"]["title"]["text"] == "M_k for k = 17"
+    assert "1000" in chart(at, "pe_rope_grid")["layout"]["title"]["text"]
+
+
+def _values(y) -> list[float]:
+    """Plotly 7 may send arrays as base64 (`bdata`)."""
+    if isinstance(y, dict):
+        import base64
+
+        dtype = np.dtype(y["dtype"])
+        return list(np.frombuffer(base64.b64decode(y["bdata"]), dtype=dtype))
+    return list(y)

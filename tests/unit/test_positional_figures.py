@@ -1,0 +1,90 @@
+"""Figure builders of the positional lesson: plain figures, finite data, escaped labels."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from components.labels import token_labels
+from components.positional import (
+    LOG_FLOOR,
+    curves_figure,
+    encoding_heatmap,
+    error_bars_figure,
+    matrix_figure,
+    per_token_figure,
+    waves_figure,
+)
+from models import positional as pe
+
+
+def _finite_everywhere(fig: go.Figure) -> bool:
+    for trace in fig.data:
+        for name in ("x", "y", "z"):
+            values = getattr(trace, name, None)
+            is_float = values is not None and np.asarray(values).dtype.kind == "f"
+            if is_float and not np.isfinite(np.asarray(values, dtype=float)).all():
+                return False
+    return True
+
+
+def test_encoding_heatmap_is_dimension_by_position_with_the_sentence_end_marked():
+    table = pe.sinusoidal_table(40, 16)
+    fig = encoding_heatmap(table, n_sentence=12, end_text="end")
+    z = np.asarray(fig.data[0].z)
+    assert z.shape == (16, 40)
+    np.testing.assert_allclose(z[3], table[:, 3], atol=1e-6)
+    assert fig.layout.shapes[0].x0 == pytest.approx(11.5)
+    assert fig.data[0].zmid == 0
+
+
+def test_waves_draw_one_line_per_chosen_dimension():
+    table = pe.sinusoidal_table(30, 16)
+    fig = waves_figure(table, [0, 5], n_sentence=10)
+    assert [t.name for t in fig.data] == ["dim 0", "dim 5"]
+    np.testing.assert_allclose(fig.data[1].y, table[:, 5])
+
+
+def test_curves_leave_out_undefined_points_and_floor_zeros_on_log_axes():
+    y = np.array([1.0, 0.5, np.nan, np.nan])
+    fig = curves_figure({"learned": y, "exact": np.zeros(4)}, np.arange(4), log_y=True)
+    assert list(fig.data[0].x) == [0, 1]
+    assert list(fig.data[1].y) == [LOG_FLOOR] * 4
+    assert fig.layout.yaxis.type == "log"
+    assert _finite_everywhere(fig)
+
+
+def test_builders_refuse_nan_and_inf():
+    bad = np.array([[0.0, np.inf], [1.0, 2.0]])
+    with pytest.raises(ValueError):
+        encoding_heatmap(bad, 1)
+    with pytest.raises(ValueError):
+        matrix_figure(bad)
+    with pytest.raises(ValueError):
+        error_bars_figure({"none": float("nan")})
+
+
+def test_matrix_figure_draws_the_rotation_blocks():
+    m = pe.rotation_matrix(3, 8)
+    fig = matrix_figure(m, title="M_3")
+    np.testing.assert_allclose(np.asarray(fig.data[0].z), m, atol=1e-6)
+    assert fig.layout.yaxis.autorange == "reversed"
+
+
+def test_order_figures_use_escaped_unique_token_labels():
+    tokens = ["<b>", "the", "the", "我"]
+    labels = token_labels(tokens)
+    fig = per_token_figure(
+        {"none": np.zeros(4), "sinusoidal": np.array([1.0, 2.0, 3.0, 4.0])}, labels
+    )
+    assert list(fig.data[0].x) == ["0:&lt;b&gt;", "1:the", "2:the", "3:我"]
+    assert len(set(fig.data[0].x)) == 4
+    assert min(fig.data[0].y) == LOG_FLOOR
+    assert "<b>" not in json.dumps(fig.to_plotly_json()["data"], ensure_ascii=False)
+    bars = error_bars_figure({"sinusoidal": 1.3, "none": 0.0}, threshold=1e-5)
+    assert list(bars.data[0].x) == ["sinusoidal", "none"]
+    assert bars.data[0].y[1] == LOG_FLOOR
+    assert bars.layout.yaxis.type == "log"
