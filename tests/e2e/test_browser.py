@@ -242,3 +242,18 @@ def test_no_request_leaves_the_local_server(page, app_server, request_log):
     assert len(everything) > 10, "suspiciously few requests recorded"
     assert any(url.startswith("ws://") for _, url in everything), "no websocket seen"
     assert outside_requests(everything) == []
+
+
+def test_the_sentence_is_kept_when_switching_lessons(page, app_server):
+    sentence = "My cat chased a red ball"
+    page.goto(f"{app_server}/{LESSONS[0].url_path}?sentence={quote(sentence)}")
+    wait_for_charts(page)
+    wait_until_idle(page)
+    for lesson in [*LESSONS[1:], LESSONS[0]]:
+        page.locator(f'{NAV_LINKS}[href="{app_server}/{lesson.url_path}"]').click()
+        expect(page).to_have_url(re.compile(rf"/{lesson.url_path}\?"))
+        wait_for_charts(page)
+        wait_until_idle(page)
+        expect(page.locator(SENTENCE_INPUT)).to_have_value(sentence)
+        assert parse_qs(urlsplit(page.url).query).get("sentence") == [sentence]
+        assert_page_healthy(page)
