@@ -37,7 +37,7 @@ def run_app() -> None:
     page = st.navigation([home, *lessons])
     st.title(t("app.title"))
     st.caption(t("app.tagline"))
-    sentence_box()
+    sentence_box(page.url_path)
     _run.inside = True
     try:
         page.run()

@@ -38,8 +38,12 @@ def _apply_preset() -> None:
     st.session_state["preset"] = None
 
 
-def sentence_box() -> None:
-    """The shared sentence: live as the visitor types, kept across pages and in the URL."""
+def sentence_box(lesson: str = "") -> None:
+    """The shared sentence: live as the visitor types, kept across pages and in the URL.
+
+    The examples beside it are the current lesson's (the first lesson's on the home page).
+    """
+    examples_by_lesson = presets()
     box, examples = st.columns([3, 1], vertical_alignment="bottom")
     box.text_input(
         t("app.sentence_label"),
@@ -51,7 +55,7 @@ def sentence_box() -> None:
     )
     examples.selectbox(
         t("app.preset_label"),
-        options=presets()["heads"],
+        options=examples_by_lesson.get(lesson) or next(iter(examples_by_lesson.values())),
         index=None,
         placeholder=t("app.preset_placeholder"),
         key="preset",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import chart_specs, messages, open_lesson
+from conftest import ROOT, chart_specs, messages, open_lesson
 
 from models.inputs import MAX_CHARS
 
@@ -87,4 +87,16 @@ def test_garbage_in_the_link_never_breaks_a_page(lesson_path, garbage):
     keys = [k for k in bound_widget_keys(open_lesson(lesson_path)) if k != "preset"]
     at = open_lesson(lesson_path, VALID, **{key: garbage for key in keys})
     assert_no_failure(at)
+    assert chart_specs(at)
+
+
+def test_every_lesson_offers_its_own_examples(lesson_path):
+    examples = json.loads((ROOT / "assets" / "presets.json").read_text(encoding="utf-8"))
+    assert examples.get(lesson_path), f"assets/presets.json has no examples for {lesson_path}"
+    at = open_lesson(lesson_path)
+    preset = at.selectbox(key="preset")
+    assert preset.options == examples[lesson_path]
+    preset.select(examples[lesson_path][-1]).run()
+    assert_no_failure(at)
+    assert at.text_input(key="sentence").value == examples[lesson_path][-1]
     assert chart_specs(at)
