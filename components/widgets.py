@@ -13,7 +13,14 @@ import numpy as np
 import streamlit as st
 
 from components.i18n import t
-from models.inputs import Note, PreparedText, prepare_sentence
+from models.inputs import (
+    Note,
+    PreparedText,
+    parse_choice,
+    parse_choices,
+    parse_number,
+    prepare_sentence,
+)
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired"
@@ -77,6 +84,85 @@ def show_notes(notes: tuple[Note, ...] | list[Note]) -> None:
         st.warning(t(f"note.{note.code}", **note.params), icon="⚠️")
         if note.quote:
             st.text(note.quote)
+
+
+# --- controls kept in the link --------------------------------------------------------
+# Every control is bound to the URL (Streamlit keeps the address bar in step). A link
+# is text anyone can edit, and Streamlit silently drops a value a control cannot take;
+# so before a control is first drawn, its value in the link is checked here, and a bad
+# one (layer=99, T=1e9, nan) is clamped or replaced, with a note saying so.
+
+_LINK_NOTES = "_link_notes"
+
+
+def _check_link(key: str, parse) -> None:
+    notes = st.session_state.setdefault(_LINK_NOTES, {})
+    if key in st.session_state:
+        return  # the control exists already: its value is the visitor's, not the link's
+    raws = st.query_params.get_all(key)
+    if not raws:
+        return
+    # Set even when valid: the link may name the value where the control shows a label.
+    value, note = parse(raws)
+    st.session_state[key] = value
+    if note is not None:
+        notes[key] = (note, value)
+
+
+def _show_link_note(key: str, value) -> None:
+    """The note stays while the control still shows the value the link was changed to."""
+    noted = st.session_state[_LINK_NOTES].get(key)
+    if noted is not None and noted[1] == value:
+        show_notes([noted[0]])
+    else:
+        st.session_state[_LINK_NOTES].pop(key, None)
+
+
+def _labels(options: list, format_func) -> list[list[str]]:
+    # A bound control writes its label to the link; older links may hold the value.
+    return [[format_func(option), str(option)] for option in options]
+
+
+def linked_selectbox(where, label: str, options, default, key: str, format_func=str):
+    options = list(options)
+    names = _labels(options, format_func)
+    _check_link(key, lambda raws: parse_choice(raws[-1], options, default, names))
+    value = where.selectbox(
+        label,
+        options,
+        index=options.index(default),
+        key=key,
+        format_func=format_func,
+        bind="query-params",
+    )
+    _show_link_note(key, value)
+    return value
+
+
+def linked_slider(where, label: str, low, high, default, key: str, **options):
+    _check_link(key, lambda raws: parse_number(raws[-1], low, high, default))
+    value = where.slider(label, low, high, default, key=key, bind="query-params", **options)
+    _show_link_note(key, value)
+    return value
+
+
+def linked_multiselect(
+    where, label: str, options, default: list, key: str, max_selections: int, format_func=str
+):
+    options = list(options)
+    names = _labels(options, format_func)
+    _check_link(key, lambda raws: parse_choices(raws, options, default, max_selections, names))
+    value = where.multiselect(
+        label,
+        options,
+        default=default,
+        key=key,
+        max_selections=max_selections,
+        format_func=format_func,
+        bind="query-params",
+    )
+    _show_link_note(key, value)
+    return value
 
 
 def show_chart(fig, key: str | None = None) -> None:

@@ -7,6 +7,7 @@ words in the visitor's language.
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from dataclasses import dataclass, field
 
@@ -69,3 +70,61 @@ def prepare_sentence(raw: object, max_chars: int = MAX_CHARS) -> PreparedText:
     if not text:
         notes.append(Note("empty_text"))
     return PreparedText(text, tuple(notes))
+
+
+# --- values read from a shared link --------------------------------------------------
+# A link is text anyone can edit. Each parser returns the value to use and, when the
+# link's value could not be used as it was, a note saying what was used instead.
+
+
+def _link_note(code: str, raw: str, **params) -> Note:
+    return Note(code, params, quote=str(raw)[:80])
+
+
+def parse_choice(
+    raw: str, options: list, default, names: list[list[str]] | None = None
+) -> tuple[object, Note | None]:
+    """The option `raw` names; `names[i]` lists the texts that name option i (its
+    shown label, its value), by default just str(option)."""
+    names = names or [[str(option)] for option in options]
+    for option, texts in zip(options, names, strict=True):
+        if raw in texts:
+            return option, None
+    return default, _link_note("link_not_a_choice", raw, used=default)
+
+
+def parse_number(raw: str, low: float, high: float, default: float) -> tuple[float, Note | None]:
+    """A number within [low, high], of the same type as `default`; clamped if outside."""
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not math.isfinite(value):
+        return default, _link_note("link_not_a_number", raw, used=default)
+    kind = type(default)
+    clamped = min(max(value, low), high)
+    clamped = kind(round(clamped)) if kind is int else kind(clamped)
+    if clamped != value:
+        return clamped, _link_note("link_clamped", raw, used=clamped, low=low, high=high)
+    return clamped, None
+
+
+def parse_choices(
+    raws: list[str],
+    options: list,
+    default: list,
+    max_count: int,
+    names: list[list[str]] | None = None,
+) -> tuple[list, Note | None]:
+    """Several choices; unknown ones and any past `max_count` are dropped with a note."""
+    chosen = []
+    for raw in raws:
+        value, note = parse_choice(raw, options, None, names)
+        if note is None and value not in chosen:
+            chosen.append(value)
+    kept = chosen[:max_count]
+    if len(kept) == len(raws):
+        return kept, None
+    return kept or list(default), _link_note(
+        "link_choices_dropped", " ".join(raws), kept=len(kept), given=len(raws)
+    )

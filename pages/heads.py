@@ -12,7 +12,14 @@ from components.attention import (
 from components.frame import enter_lesson
 from components.i18n import t
 from components.labels import token_labels
-from components.widgets import current_sentence, encoder_run, load_encoder, show_chart, show_notes
+from components.widgets import (
+    current_sentence,
+    encoder_run,
+    linked_selectbox,
+    load_encoder,
+    show_chart,
+    show_notes,
+)
 from models.attention_stats import head_statistics, strongest_head_for_query, strongest_link
 from models.inputs import Note
 from models.pretrained import MAX_TOKENS, MODEL_NAME, accent_changes, stack_patterns, unknown_spans
@@ -77,12 +84,8 @@ n_layers, n_heads = patterns.shape[:2]
 
 pick_layer, pick_head = st.columns(2)
 # Opens on layer 3, head 1: on the default sentence it links "it" to "animal".
-layer = pick_layer.selectbox(
-    t("heads.layer"), range(n_layers), index=3, key="layer", bind="query-params"
-)
-head = pick_head.selectbox(
-    t("heads.head"), range(n_heads), index=1, key="head", bind="query-params"
-)
+layer = linked_selectbox(pick_layer, t("heads.layer"), range(n_layers), 3, key="layer")
+head = linked_selectbox(pick_head, t("heads.head"), range(n_heads), 1, key="head")
 
 hover = [
     [
@@ -122,12 +125,17 @@ with one:
 with focus:
     st.subheader(t("heads.focus_title"))
     default_query = tokens.index("it") if "it" in tokens else min(1, len(tokens) - 1)
-    query = st.selectbox(
+    # A new sentence starts again from its default token; a link restores its own.
+    if st.session_state.get("_focus_tokens", tokens) != tokens:
+        st.session_state["token"] = default_query
+    st.session_state["_focus_tokens"] = tokens
+    query = linked_selectbox(
+        st,
         t("heads.focus_token"),
         range(len(tokens)),
-        index=default_query,
+        default_query,
+        key="token",
         format_func=lambda i: f"{i}: {tokens[i]}",
-        key=f"focus_{len(tokens)}_{hash(tuple(tokens))}",
     )
     show_chart(token_focus_figure(patterns, query, labels, key_title=t("heads.key")), key="focus")
     st.caption(t("heads.focus_caption", count=n_layers * n_heads))

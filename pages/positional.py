@@ -17,6 +17,9 @@ from components.positional import (
 )
 from components.widgets import (
     current_sentence,
+    linked_multiselect,
+    linked_selectbox,
+    linked_slider,
     load_tokenizer,
     load_transformer,
     show_chart,
@@ -95,20 +98,21 @@ st.text(" · ".join(tokens))
 st.subheader(t("positional.table.title"))
 span = min(max(2 * n, n + 32), cfg.n_ctx)
 left, right = st.columns(2)
-table_scheme = left.selectbox(
+table_scheme = linked_selectbox(
+    left,
     t("positional.table.scheme"),
     ("sinusoidal", "learned"),
-    format_func=lambda s: t(f"positional.scheme.{s}"),
+    "sinusoidal",
     key="pe_table",
-    bind="query-params",
+    format_func=lambda s: t(f"positional.scheme.{s}"),
 )
-dims = right.multiselect(
+dims = linked_multiselect(
+    right,
     t("positional.table.dims"),
-    list(range(cfg.d_model)),
-    default=[0, 1, 20, 40],
-    max_selections=6,
+    range(cfg.d_model),
+    [0, 1, 20, 40],
     key="pe_dims",
-    bind="query-params",
+    max_selections=6,
 )
 table = pe.sinusoidal_table(span, cfg.d_model) if table_scheme == "sinusoidal" else None
 if table is None:
@@ -165,7 +169,7 @@ st.caption(
 
 # 3. The linear relation -------------------------------------------------------------
 st.subheader(t("positional.rotation.title"))
-k = st.slider(t("positional.rotation.offset"), 1, 128, 5, key="pe_offset", bind="query-params")
+k = linked_slider(st, t("positional.rotation.offset"), 1, 128, 5, key="pe_offset")
 rot_table = pe.sinusoidal_table(cfg.n_ctx, cfg.d_model)
 exact = pe.rotation_errors(rot_table, k)
 naive = pe.per_dimension_fit_errors(rot_table, k)
@@ -210,7 +214,7 @@ st.caption(
 
 # 4. RoPE -----------------------------------------------------------------------------
 st.subheader(t("positional.rope.title"))
-shift = st.slider(t("positional.rope.shift"), 0, 2000, 300, key="pe_shift", bind="query-params")
+shift = linked_slider(st, t("positional.rope.shift"), 0, 2000, 300, key="pe_shift")
 q_vec, k_vec = pe.rope_demo_vectors(cfg.d_head)
 grid = int(np.clip(n, 8, 48))
 scores = pe.rope_scores(q_vec, k_vec, grid)
@@ -250,21 +254,16 @@ if n < 2:
     st.info(t("positional.order.too_short"))
 else:
     order_col, seed_col = st.columns(2)
-    order = order_col.selectbox(
+    order = linked_selectbox(
+        order_col,
         t("positional.order.how"),
         ("reverse", "rotate", "shuffle"),
-        format_func=lambda o: t(f"positional.order.{o}"),
+        "reverse",
         key="pe_order",
-        bind="query-params",
+        format_func=lambda o: t(f"positional.order.{o}"),
     )
-    seed = seed_col.slider(
-        t("positional.order.seed"),
-        0,
-        99,
-        0,
-        key="pe_seed",
-        bind="query-params",
-        disabled=order != "shuffle",
+    seed = linked_slider(
+        seed_col, t("positional.order.seed"), 0, 99, 0, key="pe_seed", disabled=order != "shuffle"
     )
     effects = order_effects(tuple(encoded.ids), order, seed)
     perm = effects["perm"]
@@ -319,9 +318,7 @@ st.dataframe(pair_rows, hide_index=True, width="content")
 
 # 6. Extrapolation --------------------------------------------------------------------
 st.subheader(t("positional.extrapolation.title"))
-built = st.slider(
-    t("positional.extrapolation.built"), 8, 128, 32, key="pe_built", bind="query-params"
-)
+built = linked_slider(st, t("positional.extrapolation.built"), 8, 128, 32, key="pe_built")
 reach = 4 * built
 profiles = {
     t(f"positional.scheme.{s}"): pe.positional_score_by_distance(

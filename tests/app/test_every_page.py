@@ -83,11 +83,17 @@ def bound_widget_keys(at) -> list[str]:
 
 
 @pytest.mark.parametrize("garbage", GARBAGE)
-def test_garbage_in_the_link_never_breaks_a_page(lesson_path, garbage):
+def test_garbage_in_the_link_is_replaced_with_a_visible_note(lesson_path, garbage):
     keys = [k for k in bound_widget_keys(open_lesson(lesson_path)) if k != "preset"]
+    assert keys, "every lesson keeps its controls in the link"
     at = open_lesson(lesson_path, VALID, **{key: garbage for key in keys})
     assert_no_failure(at)
     assert chart_specs(at)
+    link_notes = [m for m in messages(at) if m.startswith("The link")]
+    assert len(link_notes) == len(keys), (keys, link_notes)
+    # The value the visitor typed is quoted as plain text, never inside a message.
+    if garbage:
+        assert garbage[:80] in [el.value for el in at.text]
 
 
 def test_every_lesson_offers_its_own_examples(lesson_path):

@@ -138,3 +138,19 @@ def test_one_word_sentence_draws_without_a_strongest_link():
     assert not at.exception
     assert chart(at, "one_head")["data"][0]["x"] == ["0:[CLS]", "1:a", "2:[SEP]"]
     assert not any(m.startswith("Something went wrong") for m in messages(at))
+
+
+def test_focus_token_comes_from_the_link_and_resets_for_a_new_sentence():
+    at = open_lesson("heads", "The cat sat on the mat", token="2")
+    assert at.selectbox(key="token").value == 2
+    at.text_input(key="sentence").set_value("A dog ran far away").run()
+    assert at.selectbox(key="token").value == 1
+    assert not at.exception
+
+
+def test_a_layer_past_the_model_is_replaced_with_a_note():
+    at = open_lesson("heads", "The cat sat", layer="9", head="-3")
+    notes = [m for m in messages(at) if m.startswith("The link")]
+    assert len(notes) == 2
+    assert "Layer 3, head 1" in [s.value for s in at.subheader]
+    assert "9" in texts(at) and "-3" in texts(at)

@@ -257,3 +257,31 @@ def test_the_sentence_is_kept_when_switching_lessons(page, app_server):
         expect(page.locator(SENTENCE_INPUT)).to_have_value(sentence)
         assert parse_qs(urlsplit(page.url).query).get("sentence") == [sentence]
         assert_page_healthy(page)
+
+
+def test_changing_a_control_updates_the_link_and_the_link_restores_the_view(
+    browser, page, app_server
+):
+    page.goto(f"{app_server}/heads?sentence={quote(TYPED_SENTENCE)}&layer=0&head=0")
+    wait_for_charts(page)
+    wait_until_idle(page)
+    expect(page.get_by_role("heading", name="Layer 0, head 0")).to_be_visible()
+    page.locator('[data-testid="stSelectbox"]').filter(has_text="Head").click()
+    page.get_by_role("option", name="7", exact=True).click()
+    expect(page.get_by_role("heading", name="Layer 0, head 7")).to_be_visible()
+    page.wait_for_function(
+        "() => new URLSearchParams(location.search).get('head') === '7'",
+        timeout=RERUN_TIMEOUT_MS,
+    )
+    shared = page.url
+
+    other = browser.new_context(viewport={"width": 1400, "height": 1600})
+    try:
+        fresh = other.new_page()
+        fresh.goto(shared)
+        wait_for_charts(fresh)
+        expect(fresh.get_by_role("heading", name="Layer 0, head 7")).to_be_visible()
+        expect(fresh.locator(SENTENCE_INPUT)).to_have_value(TYPED_SENTENCE)
+        assert_page_healthy(fresh)
+    finally:
+        other.close()

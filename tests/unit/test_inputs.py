@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.inputs import MAX_CHARS, Note, PreparedText, prepare_sentence
+from models.inputs import (
+    MAX_CHARS,
+    Note,
+    PreparedText,
+    parse_choice,
+    parse_choices,
+    parse_number,
+    prepare_sentence,
+)
 
 
 def _codes(prepared: PreparedText) -> list[str]:
@@ -152,3 +160,49 @@ def test_any_text_respects_any_cap(raw, cap):
     uncapped = prepare_sentence(raw, max_chars=10**9).text
     assert uncapped.startswith(prepared.text)
     assert ("truncated_chars" in _codes(prepared)) == (len(uncapped) > cap)
+
+
+# --- values read from a link ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected", "code"),
+    [
+        ("5", 5, None),
+        ("99", 11, "link_clamped"),
+        ("-1", 0, "link_clamped"),
+        ("1e9", 11, "link_clamped"),
+        ("4.6", 5, "link_clamped"),
+        ("nan", 3, "link_not_a_number"),
+        ("inf", 3, "link_not_a_number"),
+        ("abc", 3, "link_not_a_number"),
+        ("", 3, "link_not_a_number"),
+    ],
+)
+def test_parse_number_clamps_or_replaces_with_a_note(raw, expected, code):
+    value, note = parse_number(raw, 0, 11, 3)
+    assert value == expected and type(value) is int
+    assert (note.code if note else None) == code
+    if note:
+        assert note.quote == raw and note.params["used"] == expected
+
+
+def test_parse_number_keeps_floats_as_floats():
+    assert parse_number("0.75", 0.5, 1.5, 1.0) == (0.75, None)
+    value, note = parse_number("3", 0.5, 1.5, 1.0)
+    assert value == 1.5 and note.code == "link_clamped"
+
+
+def test_parse_choice_matches_the_options_text_only():
+    assert parse_choice("2", [0, 1, 2], 1) == (2, None)
+    value, note = parse_choice("<b>2</b>", [0, 1, 2], 1)
+    assert value == 1 and note.code == "link_not_a_choice" and note.quote == "<b>2</b>"
+    assert "<b>" not in str(note.params)
+
+
+def test_parse_choices_drops_unknown_and_extra_values():
+    assert parse_choices(["1", "3"], [1, 2, 3], [2], 4) == ([1, 3], None)
+    value, note = parse_choices(["1", "x", "2", "3"], [1, 2, 3], [2], 2)
+    assert value == [1, 2] and note.code == "link_choices_dropped"
+    value, note = parse_choices(["x"], [1, 2, 3], [2], 2)
+    assert value == [2] and note.params == {"kept": 0, "given": 1}
