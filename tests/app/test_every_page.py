@@ -6,10 +6,15 @@ as it is registered.
 
 from __future__ import annotations
 
+import base64
 import json
+import math
 
+import numpy as np
 import pytest
 from conftest import ROOT, chart_specs, messages, open_lesson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from models.inputs import MAX_CHARS
 
@@ -30,6 +35,20 @@ BAD_INPUTS = [
     ("latex", r"$\frac{a}{b}$ and $$x^2$$", None),
     ("pseudo_html_labels", "<b>bold</b> <br> <a href='x'>link</a> %{x}", None),
 ]
+
+
+def non_finite_numbers(node) -> int:
+    """Count NaN/inf in a figure dict, including plotly's base64 typed arrays."""
+    if isinstance(node, float):
+        return 0 if math.isfinite(node) else 1
+    if isinstance(node, dict):
+        if "bdata" in node and "dtype" in node:
+            values = np.frombuffer(base64.b64decode(node["bdata"]), dtype=node["dtype"])
+            return int((~np.isfinite(values)).sum()) if values.dtype.kind == "f" else 0
+        return sum(non_finite_numbers(v) for v in node.values())
+    if isinstance(node, list):
+        return sum(non_finite_numbers(v) for v in node)
+    return 0
 
 
 def assert_no_failure(at) -> None:
@@ -61,6 +80,7 @@ def test_bad_input_gets_a_message_then_valid_input_draws(lesson_path, name, text
                 labels = trace.get(axis)
                 if isinstance(labels, list):
                     assert not any("<" in str(label) for label in labels)
+    assert all(non_finite_numbers(spec["data"]) == 0 for spec in chart_specs(at))
     at.text_input(key="sentence").set_value(VALID).run()
     assert_no_failure(at)
     specs = chart_specs(at)
@@ -106,3 +126,18 @@ def test_every_lesson_offers_its_own_examples(lesson_path):
     assert_no_failure(at)
     assert at.text_input(key="sentence").value == examples[lesson_path][-1]
     assert chart_specs(at)
+
+
+# Any text at all: every page answers with charts or a message, never a failure.
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(text=st.text(max_size=300))
+def test_any_text_is_answered_without_failure(lesson_path, text):
+    at = open_lesson(lesson_path, text)
+    assert_no_failure(at)
+    specs = chart_specs(at)
+    assert specs or any("Type a sentence" in m for m in messages(at))
+    assert all(non_finite_numbers(spec["data"]) == 0 for spec in specs)
