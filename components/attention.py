@@ -15,6 +15,14 @@ from components.labels import head_label
 from components.palette import ATTENTION_COLORSCALE, png_data_uri, weights_to_rgb
 
 _FONT = dict(size=14)
+# Up to this many tokens every tick is labelled; past it plotly thins them to fit.
+_ALL_TICKS = 64
+
+
+def _token_ticks(n: int) -> dict:
+    if n > _ALL_TICKS:
+        return {}
+    return dict(tickmode="linear", dtick=1, tickfont=dict(size=12 if n <= 30 else 9))
 
 
 def _pixels_per_token(n_tokens: int) -> int:
@@ -133,9 +141,20 @@ def head_heatmap(
         )
     )
     fig.update_xaxes(
-        title_text=key_title, tickangle=-60, type="category", side="top", automargin=True
+        title_text=key_title,
+        tickangle=-60,
+        type="category",
+        side="top",
+        automargin=True,
+        **_token_ticks(n),
     )
-    fig.update_yaxes(title_text=query_title, autorange="reversed", type="category", automargin=True)
+    fig.update_yaxes(
+        title_text=query_title,
+        autorange="reversed",
+        type="category",
+        automargin=True,
+        **_token_ticks(n),
+    )
     side = min(900, max(420, 22 * n + 160))
     fig.update_layout(title=title, height=side, margin=dict(l=10, r=10, t=120, b=10), font=_FONT)
     return fig
@@ -167,7 +186,12 @@ def token_focus_figure(
     for layer in range(1, n_layers):
         fig.add_hline(y=layer * n_heads - 0.5, line=dict(color="white", width=3))
     fig.update_xaxes(
-        title_text=key_title, tickangle=-60, type="category", side="top", automargin=True
+        title_text=key_title,
+        tickangle=-60,
+        type="category",
+        side="top",
+        automargin=True,
+        **_token_ticks(n),
     )
     fig.update_yaxes(autorange="reversed", type="category", tickfont=dict(size=10), automargin=True)
     fig.update_layout(

@@ -285,3 +285,43 @@ def test_changing_a_control_updates_the_link_and_the_link_restores_the_view(
         assert_page_healthy(fresh)
     finally:
         other.close()
+
+
+HOSTILE_INPUTS = [
+    "<img src=x onerror=\"window.__pwned=1\"> it works",
+    "<script>window.__pwned=2</script> hello",
+    "[click me](javascript:window.__pwned=3) ok",
+    "![pixel](http://127.0.0.2:9/leak.png) and <b>bold</b> text",
+]
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.url_path)
+def test_hostile_text_typed_into_every_lesson_stays_text(page, app_server, request_log, lesson):
+    seen = record_requests(page, app_server, request_log, f"hostile-{lesson.url_path}")
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(f"{app_server}/{lesson.url_path}")
+    wait_for_charts(page)
+    wait_until_idle(page)
+    box = page.locator(SENTENCE_INPUT)
+    for payload in HOSTILE_INPUTS:
+        box.click()
+        page.keyboard.press("ControlOrMeta+a")
+        page.keyboard.insert_text(payload)
+        page.wait_for_function(
+            "(s) => new URLSearchParams(location.search).get('sentence') === s",
+            arg=payload,
+            timeout=RERUN_TIMEOUT_MS,
+        )
+        wait_until_idle(page)
+        wait_for_charts(page)
+        assert_page_healthy(page)
+        # Clicking whatever the text might have turned into must not run it either.
+        for link in page.locator('a[href^="javascript:"]').all():
+            link.click()
+        assert page.evaluate("() => window.__pwned") is None
+        expect(page.locator("img[src*='127.0.0.2']")).to_have_count(0)
+        expect(page.locator("[data-testid='stMain'] b")).to_have_count(0)
+    screenshot(page, f"hostile-{lesson.url_path}")
+    assert dialogs == []
+    assert outside_requests(seen) == []

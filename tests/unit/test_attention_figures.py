@@ -320,3 +320,14 @@ def test_weights_to_rgb_maps_ends_of_the_scale_and_gaps():
 def test_png_data_uri_round_trips_the_pixels(rng):
     rgb = rng.integers(0, 256, size=(7, 11, 3), dtype=np.uint8)
     np.testing.assert_array_equal(decode_png(png_data_uri(rgb)), rgb)
+
+
+def test_every_token_is_labelled_up_to_64_tokens_and_thinned_past_it():
+    for n, labelled in ((36, True), (64, True), (65, False)):
+        pattern = np.full((n, n), 1.0 / n)
+        labels = [f"{i}:t" for i in range(n)]
+        fig = head_heatmap(pattern, labels)
+        assert (fig.layout.xaxis.dtick == 1) is labelled
+        assert (fig.layout.yaxis.dtick == 1) is labelled
+        focus = token_focus_figure(np.full((2, 3, n, n), 1.0 / n), 0, labels)
+        assert (focus.layout.xaxis.dtick == 1) is labelled
