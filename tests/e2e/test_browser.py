@@ -288,7 +288,7 @@ def test_changing_a_control_updates_the_link_and_the_link_restores_the_view(
 
 
 HOSTILE_INPUTS = [
-    "<img src=x onerror=\"window.__pwned=1\"> it works",
+    '<img src=x onerror="window.__pwned=1"> it works',
     "<script>window.__pwned=2</script> hello",
     "[click me](javascript:window.__pwned=3) ok",
     "![pixel](http://127.0.0.2:9/leak.png) and <b>bold</b> text",
