@@ -25,9 +25,10 @@ def _token_ticks(n: int) -> dict:
     return dict(tickmode="linear", dtick=1, tickfont=dict(size=12 if n <= 30 else 9))
 
 
-def _pixels_per_token(n_tokens: int) -> int:
-    """Upscale short sentences so each cell stays crisp; long ones stay at 1 px a token."""
-    return int(max(1, min(8, 120 // max(n_tokens, 1))))
+# Wider than this (in image pixels) the browser shrinks the picture: smooth it then, so
+# thin lines of attention are averaged in rather than dropped. Narrower pictures are
+# enlarged with sharp edges, one crisp block per weight.
+_SHARP_UP_TO_PX = 1200
 
 
 def composite_image(patterns: np.ndarray, scale: int, gap: int) -> np.ndarray:
@@ -53,14 +54,21 @@ def all_heads_figure(
 ) -> go.Figure:
     """Every head at once as one image (cheap to send and draw), the selected head outlined."""
     n_layers, n_heads, n, _ = patterns.shape
-    scale = _pixels_per_token(n)
-    gap = max(2, n * scale // 12)
-    cell = n * scale
+    # One pixel per weight: the PNG stays small and quick to encode at any length.
+    gap = max(1, n // 12)
+    cell = n
     pitch = cell + gap
-    rgb = weights_to_rgb(composite_image(patterns, scale, gap))
-    fig = go.Figure(go.Image(source=png_data_uri(rgb), hoverinfo="skip"))
-    centers_x = [h * pitch + cell / 2 for h in range(n_heads)]
-    centers_y = [layer * pitch + cell / 2 for layer in range(n_layers)]
+    rgb = weights_to_rgb(composite_image(patterns, 1, gap))
+    smooth = "fast" if rgb.shape[1] > _SHARP_UP_TO_PX else False
+    fig = go.Figure(go.Image(source=png_data_uri(rgb), hoverinfo="skip", zsmooth=smooth))
+
+    # Pixel i is centred on coordinate i, so a tile starting at pixel a spans
+    # [a − ½, a + cell − ½].
+    def left_edge(index: int) -> float:
+        return index * pitch - 0.5
+
+    centers_x = [left_edge(h) + cell / 2 for h in range(n_heads)]
+    centers_y = [left_edge(layer) + cell / 2 for layer in range(n_layers)]
     if hover_text is None:
         hover_text = [[head_label(la, h) for h in range(n_heads)] for la in range(n_layers)]
     # An invisible one-cell-per-head layer gives each head a hover label.
@@ -80,10 +88,10 @@ def all_heads_figure(
         pad = gap / 2
         fig.add_shape(
             type="rect",
-            x0=head * pitch - pad,
-            x1=head * pitch + cell + pad,
-            y0=layer * pitch - pad,
-            y1=layer * pitch + cell + pad,
+            x0=left_edge(head) - pad,
+            x1=left_edge(head) + cell + pad,
+            y0=left_edge(layer) - pad,
+            y1=left_edge(layer) + cell + pad,
             line=dict(color="#d62728", width=3),
         )
     width = n_heads * pitch - gap
@@ -92,7 +100,7 @@ def all_heads_figure(
         tickvals=centers_x,
         ticktext=[f"H{h}" for h in range(n_heads)],
         side="top",
-        range=[-gap, width + gap],
+        range=[-0.5 - gap, width - 0.5 + gap],
         showgrid=False,
         zeroline=False,
         title_text="head",
@@ -100,7 +108,7 @@ def all_heads_figure(
     fig.update_yaxes(
         tickvals=centers_y,
         ticktext=[f"L{layer}" for layer in range(n_layers)],
-        range=[height + gap, -gap],
+        range=[height - 0.5 + gap, -0.5 - gap],
         showgrid=False,
         zeroline=False,
         scaleanchor="x",

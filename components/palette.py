@@ -24,15 +24,17 @@ ATTENTION_LUT = _lookup_table(ATTENTION_COLORSCALE)
 def weights_to_rgb(values: np.ndarray, lut: np.ndarray = ATTENTION_LUT) -> np.ndarray:
     """Map weights in [0, 1] to RGB; NaN (used for gaps) gets the gap colour."""
     gaps = np.isnan(values)
-    index = np.round(np.clip(np.nan_to_num(values), 0.0, 1.0) * (len(lut) - 1)).astype(int)
-    rgb = lut[index]
+    index = np.round(np.clip(np.nan_to_num(values), 0.0, 1.0) * (len(lut) - 1))
+    rgb = np.take(lut, index.astype(np.intp), axis=0)
     rgb[gaps] = GAP_RGB
     return rgb
 
 
 def png_data_uri(rgb: np.ndarray) -> str:
+    """A PNG as a data URI. Fastest compression: at 128 tokens level 6 took 133 ms to
+    save 30 % of the bytes, level 1 took 49 ms (measured on 2 cores)."""
     buffer = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8)).save(
-        buffer, format="PNG", optimize=False
+        buffer, format="PNG", compress_level=1
     )
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

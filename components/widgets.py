@@ -171,10 +171,12 @@ def show_chart(fig, key: str | None = None) -> None:
 
 @st.cache_resource(show_spinner="Loading the pretrained model…")
 def load_encoder():
-    from models.pretrained import PretrainedEncoder, limit_threads
+    from models.pretrained import PretrainedEncoder, limit_threads, settle_heap
 
     limit_threads()
-    return PretrainedEncoder()
+    encoder = PretrainedEncoder()
+    settle_heap()
+    return encoder
 
 
 @dataclass(frozen=True)
@@ -204,9 +206,12 @@ def load_tokenizer():
 def load_transformer(positional: str = "sinusoidal", causal: bool = False, seed: int = 0):
     """One frozen random Transformer per (encoding, direction, seed), shared by every session:
     only ever read (no hooks, nothing stored on it)."""
+    from models.pretrained import settle_heap
     from models.transformer import Transformer, TransformerConfig
 
     cfg = TransformerConfig(
         d_vocab=load_tokenizer().vocab_size, positional=positional, causal=causal
     )
-    return Transformer(cfg, seed=seed)
+    model = Transformer(cfg, seed=seed)
+    settle_heap()
+    return model
