@@ -22,4 +22,5 @@ class Lesson:
 LESSONS: tuple[Lesson, ...] = (
     Lesson("pages/heads.py", "heads", "🔍", "nav.heads", "home.heads"),
     Lesson("pages/positional.py", "positional", "📍", "nav.positional", "home.positional"),
+    Lesson("pages/recurrent.py", "recurrent", "🔁", "nav.recurrent", "home.recurrent"),
 )

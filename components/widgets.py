@@ -215,3 +215,33 @@ def load_transformer(positional: str = "sinusoidal", causal: bool = False, seed:
     model = Transformer(cfg, seed=seed)
     settle_heap()
     return model
+
+
+# --- the recurrent lesson's models (models/recurrent.py) ---
+
+
+@st.cache_resource(max_entries=48, show_spinner=False)
+def load_recurrent(
+    cell: str,
+    num_inputs: int,
+    num_hiddens: int,
+    activation: str = "tanh",
+    init: str = "random",
+    radius: float = 1.0,
+    forget_bias: float = 1.0,
+    seed: int = 0,
+):
+    """One frozen RNN, LSTM or GRU per (config, seed), shared by every session: only ever read
+    (no hooks, nothing stored on it, gradients only with respect to per-request tensors)."""
+    from models.recurrent import Recurrent, RecurrentConfig
+
+    cfg = RecurrentConfig(
+        cell=cell,
+        num_inputs=num_inputs,
+        num_hiddens=num_hiddens,
+        activation=activation,
+        init=init,
+        radius=radius,
+        forget_bias=forget_bias,
+    )
+    return Recurrent(cfg, seed=seed)

@@ -1,0 +1,423 @@
+"""Lesson: RNN, LSTM and GRU, live, and how far a gradient travels back through time."""
+
+import numpy as np
+import streamlit as st
+import torch
+
+from components.frame import enter_lesson
+from components.i18n import t
+from components.recurrent import (
+    chartable,
+    clipping_figure,
+    gates_figure,
+    lines_figure,
+    step_labels,
+    unit_heatmap,
+)
+from components.widgets import (
+    current_sentence,
+    linked_selectbox,
+    linked_slider,
+    load_recurrent,
+    load_tokenizer,
+    load_transformer,
+    show_chart,
+    show_notes,
+)
+from models import gradient_flow as gf
+from models.inputs import Note
+from models.recurrent import ACTIVATIONS, INITS
+from models.tokenizer import MAX_TOKENS
+
+enter_lesson()
+
+CELLS = {"RNN": "rnn", "LSTM": "lstm", "GRU": "gru"}
+
+
+def _model(cell: str, d_in: int, s: dict):
+    """The shared frozen model for these settings (only the settings a cell reads are keyed)."""
+    return load_recurrent(
+        cell,
+        d_in,
+        s["num_hiddens"],
+        activation=s["activation"] if cell == "rnn" else "tanh",
+        init=s["init"],
+        radius=s["radius"],
+        forget_bias=s["forget_bias"] if cell == "lstm" else 1.0,
+    )
+
+
+def _inputs(ids: tuple[int, ...] | None, length: int) -> torch.Tensor:
+    transformer = load_transformer()
+    if ids is None:
+        return gf.synthetic_inputs(length, transformer.cfg.d_model)
+    return transformer.W_E[list(ids)].detach()
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def flows(ids: tuple[int, ...] | None, length: int, tau: int, s: dict) -> dict:
+    X = _inputs(ids, length)
+    out = {
+        name: gf.recurrent_gradient_flow(_model(cell, X.shape[1], s), X, tau)
+        for name, cell in CELLS.items()
+    }
+    out["Transformer"] = gf.transformer_gradient_flow(load_transformer(), X, tau)
+    return out
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def jacobian_norms(ids: tuple[int, ...] | None, length: int, s: dict) -> dict:
+    X = _inputs(ids, length)
+    result = {}
+    for name, cell in CELLS.items():
+        model = _model(cell, X.shape[1], s)
+        size = s["num_hiddens"] * (2 if cell == "lstm" else 1)
+        steps = gf.jacobian_steps(X.shape[0], size)
+        result[name] = (steps, gf.step_jacobian_norms(model, X, steps))
+    return result
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def linear_orthogonal(ids: tuple[int, ...] | None, length: int, tau: int, s: dict) -> np.ndarray:
+    X = _inputs(ids, length)
+    model = load_recurrent(
+        "rnn", X.shape[1], s["num_hiddens"], "linear", "orthogonal", s["radius"], 1.0
+    )
+    return gf.recurrent_gradient_flow(model, X, tau)["grad_H"]
+
+
+d_model = load_transformer().cfg.d_model
+st.header(t("recurrent.title"))
+st.caption(t("recurrent.intro", d_model=d_model))
+
+sentence = current_sentence()
+show_notes(sentence.notes)
+if sentence.is_empty:
+    st.stop()
+
+# Controls --------------------------------------------------------------------------------
+st.subheader(t("recurrent.controls.title"))
+col_input, col_matrix, col_model = st.columns(3)
+source = linked_selectbox(
+    col_input,
+    t("recurrent.controls.source"),
+    gf.SOURCES,
+    "sentence",
+    key="rc_source",
+    format_func=lambda s: t(f"recurrent.source.{s}"),
+)
+length = linked_slider(
+    col_input,
+    t("recurrent.controls.length"),
+    2,
+    gf.MAX_T,
+    64,
+    key="rc_length",
+    disabled=source != "synthetic",
+)
+before_end = linked_slider(
+    col_input, t("recurrent.controls.before_end"), 0, gf.MAX_T - 1, 0, key="rc_before"
+)
+radius = linked_slider(
+    col_matrix, t("recurrent.controls.radius"), *gf.RADIUS_RANGE, 1.0, key="rc_radius", step=0.05
+)
+activation = linked_selectbox(
+    col_matrix, t("recurrent.controls.activation"), ACTIVATIONS, "tanh", key="rc_act"
+)
+init = linked_selectbox(
+    col_matrix,
+    t("recurrent.controls.init"),
+    INITS,
+    "random",
+    key="rc_init",
+    format_func=lambda s: t(f"recurrent.init.{s}"),
+)
+num_hiddens = linked_selectbox(
+    col_model, t("recurrent.controls.hidden"), gf.HIDDEN_SIZES, 64, key="rc_hidden"
+)
+forget_bias = linked_slider(
+    col_model, t("recurrent.controls.forget"), *gf.FORGET_RANGE, 1.0, key="rc_forget", step=0.5
+)
+clip = linked_selectbox(
+    col_model,
+    t("recurrent.controls.clip"),
+    gf.CLIP_THRESHOLDS,
+    0.1,
+    key="rc_clip",
+    format_func=lambda c: f"{c:g}",
+)
+settings, setting_notes = gf.clean_settings(
+    source=source,
+    length=length,
+    before_end=before_end,
+    radius=radius,
+    activation=activation,
+    init=init,
+    forget_bias=forget_bias,
+    num_hiddens=num_hiddens,
+    clip=clip,
+)
+s = {
+    "num_hiddens": settings.num_hiddens,
+    "activation": settings.activation,
+    "init": settings.init,
+    "radius": round(settings.radius, 6),
+    "forget_bias": settings.forget_bias,
+}
+
+# Input -----------------------------------------------------------------------------------
+ids: tuple[int, ...] | None = None
+tokens = None
+if settings.source == "sentence":
+    encoded = load_tokenizer().encode(sentence.text, MAX_TOKENS)
+    if encoded.truncated:
+        setting_notes.append(
+            Note(
+                "own_truncated_tokens", {"cap": MAX_TOKENS, "original": encoded.n_tokens_before_cap}
+            )
+        )
+    unknown = encoded.unknown_spans(sentence.text)
+    if unknown:
+        shown = " ".join(dict.fromkeys(unknown))[:200]
+        setting_notes.append(Note("own_unknown_tokens", {"count": len(unknown)}, quote=shown))
+    ids, tokens = tuple(encoded.ids), list(encoded.tokens)
+n_steps = len(ids) if ids is not None else settings.length
+tau = gf.loss_step(n_steps, settings.before_end)
+if settings.before_end > n_steps - 1:
+    setting_notes.append(Note("recurrent_loss_moved", {"asked": settings.before_end, "tau": tau}))
+show_notes(setting_notes)
+labels = step_labels(tokens, n_steps)
+if tokens is not None:
+    st.caption(t("recurrent.tokens", n=n_steps))
+    st.text(" · ".join(tokens))
+st.info(t("recurrent.loss", tau=tau, n=n_steps))
+if tokens is not None:
+    st.text(t("recurrent.loss_token", token=tokens[tau]))
+
+result = flows(ids, n_steps, tau, s)
+distance = np.arange(tau + 1)  # k = τ − t: how many steps before the loss
+
+# Overflow and underflow, named by the first step they reached.
+nonfinite = 0
+for name in CELLS:
+    flow = result[name]
+    if flow["overflow_forward"] is not None:
+        st.error(t("recurrent.overflow.forward", model=name, step=flow["overflow_forward"]))
+    if flow["overflow_backward"] is not None:
+        step = flow["overflow_backward"]
+        st.error(t("recurrent.overflow.backward", model=name, step=step, distance=tau - step))
+    nonfinite += sum(chartable(flow[k]) for k in ("grad_H", "grad_X", "H"))
+if nonfinite:
+    st.warning(t("recurrent.overflow.charts", count=nonfinite))
+vanished = {
+    name: tau - int(np.flatnonzero(result[name]["grad_H"][: tau + 1] == 0)[-1])
+    for name in CELLS
+    if (result[name]["grad_H"][: tau + 1] == 0).any()
+}
+if vanished:
+    st.info(
+        t(
+            "recurrent.underflow",
+            models=", ".join(f"{m} ({k})" for m, k in vanished.items()),
+        )
+    )
+
+# 1. Gradient against distance --------------------------------------------------------------
+st.subheader(t("recurrent.distance.title"))
+hover = [labels[tau - k] for k in distance]
+curves = {name: (distance, result[name]["grad_X"][tau::-1]) for name in result}
+show_chart(
+    lines_figure(
+        curves,
+        title=t("recurrent.distance.figure"),
+        x_title=t("recurrent.distance.axis"),
+        y_title="‖∂L/∂X_t‖",
+        hover_labels={name: hover for name in curves},
+    ),
+    key="rc_distance",
+)
+
+
+def _at(name: str, k: int) -> float:
+    values = result[name]["grad_X"][tau::-1]
+    return float(values[min(k, tau)])
+
+
+far = min(tau, 50)
+st.caption(
+    t(
+        "recurrent.distance.explain",
+        far=far,
+        rnn=_at("RNN", far),
+        lstm=_at("LSTM", far),
+        gru=_at("GRU", far),
+        transformer=_at("Transformer", far),
+        rnn0=_at("RNN", 0),
+        transformer0=_at("Transformer", 0),
+    )
+)
+
+# 4. Theory: a linear orthogonal RNN, and the step Jacobians ---------------------------------
+st.subheader(t("recurrent.theory.title"))
+measured = linear_orthogonal(ids, n_steps, tau, s)
+theory = gf.linear_orthogonal_theory(settings.radius, tau)
+with np.errstate(divide="ignore", invalid="ignore"):
+    relative = np.abs(measured[tau::-1] / theory[::-1] - 1)
+checked = min(tau, 100)
+finite_relative = relative[: checked + 1][np.isfinite(relative[: checked + 1])]
+worst = float(finite_relative.max()) if finite_relative.size else float("nan")
+theory_col, jacobian_col = st.columns(2)
+with theory_col:
+    show_chart(
+        lines_figure(
+            {
+                t("recurrent.theory.measured"): (distance, measured[tau::-1]),
+                t("recurrent.theory.formula", r=settings.radius): (distance, theory[::-1]),
+                t("recurrent.theory.yours"): (distance, result["RNN"]["grad_H"][tau::-1]),
+            },
+            title=t("recurrent.theory.figure"),
+            x_title=t("recurrent.distance.axis"),
+            y_title="‖∂L/∂H_t‖",
+            dashed=(t("recurrent.theory.formula", r=settings.radius),),
+            widths={t("recurrent.theory.measured"): 6},
+            colors={
+                t("recurrent.theory.measured"): "#9ecae1",
+                t("recurrent.theory.formula", r=settings.radius): "#111111",
+                t("recurrent.theory.yours"): "#2ca02c",
+            },
+        ),
+        key="rc_theory",
+    )
+with jacobian_col:
+    spectra = jacobian_norms(ids, n_steps, s)
+    show_chart(
+        lines_figure(
+            {name: (steps, norms) for name, (steps, norms) in spectra.items()},
+            title=t("recurrent.jacobian.figure"),
+            x_title=t("recurrent.step"),
+            y_title="‖∂H_t/∂H_{t−1}‖₂",
+            log_y=True,
+            hline=1.0,
+        ),
+        key="rc_jacobian",
+    )
+
+
+def _median(values: np.ndarray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(np.median(finite)) if finite.size else float("nan")
+
+
+st.caption(
+    t(
+        "recurrent.theory.explain",
+        r=settings.radius,
+        checked=checked,
+        worst=worst,
+        act=settings.activation,
+    )
+)
+jacobian_text = t(
+    "recurrent.jacobian.explain",
+    rnn=_median(spectra["RNN"][1]),
+    lstm=_median(spectra["LSTM"][1]),
+    gru=_median(spectra["GRU"][1]),
+    r=settings.radius,
+)
+sampled = {name: len(steps) for name, (steps, _) in spectra.items() if len(steps) < n_steps}
+if sampled:
+    counts = ", ".join(f"{m}: {k}" for m, k in sampled.items())
+    jacobian_text += " " + t("recurrent.jacobian.sampled", sampled=counts, n=n_steps)
+st.caption(jacobian_text)
+
+# 5. Clipping --------------------------------------------------------------------------------
+st.subheader(t("recurrent.clip.title"))
+focus = linked_selectbox(st, t("recurrent.focus"), tuple(CELLS), "RNN", key="rc_model")
+summary = gf.clip_summary(result[focus]["grad_X_rows"], tau, settings.clip)
+without, with_clip = t("recurrent.clip.without"), t("recurrent.clip.with", c=settings.clip)
+clip_left, clip_right = st.columns(2)
+with clip_left:
+    show_chart(
+        clipping_figure(
+            {without: summary["total"], with_clip: summary["norm_clipped"]},
+            {without: summary["early_share"], with_clip: summary["early_share_clipped"]},
+            settings.clip,
+            title=t("recurrent.clip.figure", model=focus),
+            total_title=t("recurrent.clip.total"),
+            share_title=t("recurrent.clip.share", n_early=summary["n_early"]),
+        ),
+        key="rc_clip_bars",
+    )
+with clip_right:
+    show_chart(
+        lines_figure(
+            {
+                without: (distance, summary["per_step"][::-1]),
+                with_clip: (distance, summary["per_step_clipped"][::-1]),
+            },
+            title=t("recurrent.clip.lines", model=focus),
+            x_title=t("recurrent.distance.axis"),
+            y_title="‖∂L/∂X_t‖",
+            colors={without: "#1f77b4", with_clip: "#ff7f0e"},
+            hline=settings.clip,
+        ),
+        key="rc_clip_lines",
+    )
+if np.isfinite(summary["total"]):
+    st.caption(
+        t(
+            "recurrent.clip.explain",
+            total=summary["total"],
+            clipped=summary["norm_clipped"],
+            c=settings.clip,
+            share=100 * summary["early_share"],
+            share_clipped=100 * summary["early_share_clipped"],
+            n_early=summary["n_early"],
+        )
+    )
+else:
+    st.caption(t("recurrent.clip.nonfinite", c=settings.clip))
+
+# 2. The gradient per hidden unit -------------------------------------------------------------
+st.subheader(t("recurrent.units.title"))
+show_chart(
+    unit_heatmap(
+        result[focus]["grad_H_units"][: tau + 1],
+        labels[: tau + 1],
+        title=t("recurrent.units.figure", model=focus),
+        value_name="log10 |∂L/∂H|",
+    ),
+    key="rc_units",
+)
+st.caption(t("recurrent.units.explain", model=focus, n=settings.num_hiddens))
+
+# 3. Gates -----------------------------------------------------------------------------------
+st.subheader(t("recurrent.gates.title"))
+lstm_col, gru_col = st.columns(2)
+with lstm_col:
+    lstm = result["LSTM"]
+    show_chart(
+        gates_figure(
+            {k: lstm[k] for k in ("I", "F", "O", "C")},
+            labels,
+            title=t("recurrent.gates.lstm"),
+        ),
+        key="rc_gates_lstm",
+    )
+with gru_col:
+    gru = result["GRU"]
+    show_chart(
+        gates_figure({k: gru[k] for k in ("Z", "R", "H")}, labels, title=t("recurrent.gates.gru")),
+        key="rc_gates_gru",
+    )
+forget_mean = float(np.nanmean(np.where(np.isfinite(lstm["F"]), lstm["F"], np.nan)))
+st.caption(
+    t(
+        "recurrent.gates.explain",
+        forget=forget_mean,
+        bias=settings.forget_bias,
+        shown=min(32, settings.num_hiddens),
+        n=settings.num_hiddens,
+        z=float(np.nanmean(gru["Z"])),
+    )
+)

@@ -1,0 +1,122 @@
+"""The recurrent lesson, driven through AppTest as a visitor would."""
+
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+import pytest
+from conftest import chart, chart_specs, messages, open_lesson, texts
+
+from models import gradient_flow as gf
+from models.recurrent import Recurrent, RecurrentConfig
+
+CHARTS = {
+    "rc_distance",
+    "rc_theory",
+    "rc_jacobian",
+    "rc_clip_bars",
+    "rc_clip_lines",
+    "rc_units",
+    "rc_gates_lstm",
+    "rc_gates_gru",
+}
+
+
+def _no_failure(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not any(m.startswith("Something went wrong") for m in messages(at))
+
+
+def _array(value) -> np.ndarray:
+    """A plotly array as sent to the browser: a list, or base64 `bdata` with a dtype."""
+    if isinstance(value, dict) and "bdata" in value:
+        data = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        if "shape" in value:
+            shape = value["shape"]
+            shape = [int(n) for n in shape.split(",")] if isinstance(shape, str) else shape
+            data = data.reshape(shape)
+        return data
+    return np.asarray(value, dtype=np.float64)
+
+
+def _all_finite(node) -> bool:
+    """No NaN or inf anywhere in a figure: plain numbers and base64 arrays alike."""
+    if isinstance(node, float):
+        return bool(np.isfinite(node))
+    if isinstance(node, dict):
+        if "bdata" in node:
+            return bool(np.isfinite(_array(node).astype(np.float64)).all())
+        return all(_all_finite(value) for value in node.values())
+    if isinstance(node, list):
+        return all(_all_finite(value) for value in node)
+    return True
+
+
+def _drawn(at) -> set[str]:
+    return {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
+
+
+def test_sentence_draws_every_view_with_token_labels():
+    at = open_lesson("recurrent", "我爱你 and the cat sat")
+    _no_failure(at)
+    assert _drawn(at) >= CHARTS
+    assert all(_all_finite(spec) for spec in chart_specs(at))
+    assert "我 · 爱 · 你 · and · the · cat · sat" in texts(at)
+    assert chart(at, "rc_units")["data"][0]["x"][:3] == ["0:我", "1:爱", "2:你"]
+    names = [trace["name"] for trace in chart(at, "rc_distance")["data"]]
+    assert names == ["RNN", "LSTM", "GRU", "Transformer"]
+    assert not any("overflowed" in m for m in messages(at))
+
+
+def test_extreme_settings_draw_the_charts_and_name_the_overflow_step():
+    query = dict(
+        rc_source="synthetic",
+        rc_length="512",
+        rc_radius="1.5",
+        rc_act="relu",
+        rc_init="identity",
+        rc_hidden="32",
+    )
+    at = open_lesson("recurrent", **query)
+    _no_failure(at)
+    assert _drawn(at) >= CHARTS
+    assert all(_all_finite(spec) for spec in chart_specs(at))
+    model = Recurrent(
+        RecurrentConfig(num_hiddens=32, activation="relu", init="identity", radius=1.5)
+    )
+    expected = gf.recurrent_gradient_flow(model, gf.synthetic_inputs(512, 64), 511)
+    step = expected["overflow_forward"]
+    assert step is not None
+    overflow = [m for m in messages(at) if m.startswith("RNN: the hidden state overflowed")]
+    assert overflow and f"at step {step};" in overflow[0], messages(at)
+    assert any("not finite numbers" in m for m in messages(at))
+    # Clipping an overflowed gradient is said to fail, not drawn as if it worked.
+    assert any("cannot repair" in c.value for c in at.caption)
+
+
+def test_theory_line_is_drawn_dashed_over_the_measured_line():
+    at = open_lesson("recurrent", rc_source="synthetic", rc_length="80", rc_radius="0.8")
+    _no_failure(at)
+    measured, formula, _ = chart(at, "rc_theory")["data"]
+    assert formula["line"]["dash"] == "dash" and measured["line"]["dash"] == "solid"
+    k, y = _array(formula["x"]), _array(formula["y"])
+    np.testing.assert_allclose(y, 0.8**k, rtol=1e-12)
+    np.testing.assert_allclose(_array(measured["y"]), y, rtol=1e-4)
+
+
+def test_clipping_lowers_the_total_but_not_the_early_share():
+    at = open_lesson("recurrent", rc_source="synthetic", rc_length="100", rc_clip="0.01")
+    _no_failure(at)
+    totals, shares = chart(at, "rc_clip_bars")["data"]
+    total, clipped = _array(totals["y"])
+    assert clipped == pytest.approx(0.01, rel=1e-3) and total > clipped
+    before, after = _array(shares["y"])
+    assert after == pytest.approx(before, rel=1e-5)
+
+
+def test_a_length_past_the_cap_is_refused_with_a_note():
+    at = open_lesson("recurrent", rc_source="synthetic", rc_length="100000")
+    _no_failure(at)
+    assert any(m.startswith("The link") and "512" in m for m in messages(at))
+    assert "τ = 511" in " ".join(messages(at))
