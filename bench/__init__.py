@@ -1,0 +1,9 @@
+"""SeqLens performance harness: `python -m bench` (see bench/__main__.py).
+
+- bench.server: start `streamlit run app.py` on 127.0.0.1 and a free port, watch its memory.
+- bench.load: a small client that speaks Streamlit's websocket protocol, and the load runner.
+- bench.sentences: fresh sentences whose tokens are known in advance.
+- bench.browser: the same app in headless Chromium (playwright), timed from the last key.
+
+Performance is reported here, never asserted in pytest (tests/load only checks correctness).
+"""
