@@ -74,6 +74,16 @@ def current_sentence() -> PreparedText:
     return prepare_sentence(st.session_state.get(SENTENCE_KEY, DEFAULT_SENTENCE))
 
 
+def sentence_or_stop() -> PreparedText:
+    """The shared sentence, with a note for whatever cleaning changed; an empty one ends
+    the page here, under the message that asks for a sentence."""
+    sentence = current_sentence()
+    show_notes(sentence.notes)
+    if sentence.is_empty:
+        st.stop()
+    return sentence
+
+
 def show_notes(notes: tuple[Note, ...] | list[Note]) -> None:
     """Each note in words. The message boxes render markdown, so they get only our own
     strings; the visitor's text a note quotes goes through st.text, which is inert."""

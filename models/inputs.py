@@ -128,3 +128,19 @@ def parse_choices(
     return kept or list(default), _link_note(
         "link_choices_dropped", " ".join(raws), kept=len(kept), given=len(raws)
     )
+
+
+def tokenization_notes(
+    n_tokens: int, n_before_cap: int, cap: int, unknown: list[str], vocabulary: str = ""
+) -> list[Note]:
+    """What a tokenizer did to the visitor's text: cut it at `cap` tokens, or read pieces
+    of it only as an unknown token. `vocabulary` prefixes the note codes ("own_" for
+    SeqLens's tokenizer), whose messages explain that vocabulary."""
+    notes = []
+    if n_before_cap > n_tokens:
+        params = {"cap": cap, "original": n_before_cap, "cap_words": cap * 3 // 4}
+        notes.append(Note(f"{vocabulary}truncated_tokens", params))
+    if unknown:
+        shown = " ".join(dict.fromkeys(unknown))[:200]
+        notes.append(Note(f"{vocabulary}unknown_tokens", {"count": len(unknown)}, quote=shown))
+    return notes

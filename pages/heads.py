@@ -13,15 +13,15 @@ from components.frame import enter_lesson
 from components.i18n import t
 from components.labels import token_labels
 from components.widgets import (
-    current_sentence,
     encoder_run,
     linked_selectbox,
     load_encoder,
+    sentence_or_stop,
     show_chart,
     show_notes,
 )
 from models.attention_stats import head_statistics, strongest_head_for_query, strongest_link
-from models.inputs import Note
+from models.inputs import Note, tokenization_notes
 from models.pretrained import MAX_TOKENS, MODEL_NAME, accent_changes, stack_patterns, unknown_spans
 
 
@@ -45,29 +45,16 @@ st.caption(
     )
 )
 
-sentence = current_sentence()
-show_notes(sentence.notes)
-if sentence.is_empty:
-    st.stop()
+sentence = sentence_or_stop()
 
 run = encoder_run(sentence.text)
 tokens = list(run.trace["tokens"])
-tokenized_notes = []
-if run.tokenized.truncated:
-    tokenized_notes.append(
-        Note(
-            "truncated_tokens",
-            {
-                "cap": MAX_TOKENS,
-                "original": run.tokenized.n_tokens_before_cap,
-                "cap_words": MAX_TOKENS * 3 // 4,
-            },
-        )
-    )
-unknown = unknown_spans(run.tokenized, sentence.text, encoder.unknown_token)
-if unknown:
-    shown = " ".join(dict.fromkeys(unknown))[:200]
-    tokenized_notes.append(Note("unknown_tokens", {"count": len(unknown)}, quote=shown))
+tokenized_notes = tokenization_notes(
+    len(tokens),
+    run.tokenized.n_tokens_before_cap,
+    MAX_TOKENS,
+    unknown_spans(run.tokenized, sentence.text, encoder.unknown_token),
+)
 accents = accent_changes(sentence.text, encoder.tokenizer)
 if accents:
     shown = ", ".join(f"{word} → {normalised}" for word, normalised in accents[:8])

@@ -16,17 +16,17 @@ from components.positional import (
     waves_figure,
 )
 from components.widgets import (
-    current_sentence,
     linked_multiselect,
     linked_selectbox,
     linked_slider,
     load_tokenizer,
     load_transformer,
+    sentence_or_stop,
     show_chart,
     show_notes,
 )
 from models import positional as pe
-from models.inputs import Note
+from models.inputs import tokenization_notes
 from models.tokenizer import MAX_TOKENS
 
 enter_lesson()
@@ -72,23 +72,19 @@ st.caption(
     )
 )
 
-sentence = current_sentence()
-show_notes(sentence.notes)
-if sentence.is_empty:
-    st.stop()
+sentence = sentence_or_stop()
 
 tokenizer = load_tokenizer()
 encoded = tokenizer.encode(sentence.text, MAX_TOKENS)
-token_notes = []
-if encoded.truncated:
-    token_notes.append(
-        Note("own_truncated_tokens", {"cap": MAX_TOKENS, "original": encoded.n_tokens_before_cap})
+show_notes(
+    tokenization_notes(
+        len(encoded.ids),
+        encoded.n_tokens_before_cap,
+        MAX_TOKENS,
+        encoded.unknown_spans(sentence.text),
+        vocabulary="own_",
     )
-unknown = encoded.unknown_spans(sentence.text)
-if unknown:
-    shown = " ".join(dict.fromkeys(unknown))[:200]
-    token_notes.append(Note("own_unknown_tokens", {"count": len(unknown)}, quote=shown))
-show_notes(token_notes)
+)
 tokens = list(encoded.tokens)
 n = len(tokens)
 st.caption(t("positional.tokens", n=n))

@@ -15,17 +15,17 @@ from components.recurrent import (
     unit_heatmap,
 )
 from components.widgets import (
-    current_sentence,
     linked_selectbox,
     linked_slider,
     load_recurrent,
     load_tokenizer,
     load_transformer,
+    sentence_or_stop,
     show_chart,
     show_notes,
 )
 from models import gradient_flow as gf
-from models.inputs import Note
+from models.inputs import Note, tokenization_notes
 from models.recurrent import ACTIVATIONS, INITS
 from models.tokenizer import MAX_TOKENS
 
@@ -90,10 +90,7 @@ d_model = load_transformer().cfg.d_model
 st.header(t("recurrent.title"))
 st.caption(t("recurrent.intro", d_model=d_model))
 
-sentence = current_sentence()
-show_notes(sentence.notes)
-if sentence.is_empty:
-    st.stop()
+sentence = sentence_or_stop()
 
 # Controls --------------------------------------------------------------------------------
 st.subheader(t("recurrent.controls.title"))
@@ -170,16 +167,13 @@ ids: tuple[int, ...] | None = None
 tokens = None
 if settings.source == "sentence":
     encoded = load_tokenizer().encode(sentence.text, MAX_TOKENS)
-    if encoded.truncated:
-        setting_notes.append(
-            Note(
-                "own_truncated_tokens", {"cap": MAX_TOKENS, "original": encoded.n_tokens_before_cap}
-            )
-        )
-    unknown = encoded.unknown_spans(sentence.text)
-    if unknown:
-        shown = " ".join(dict.fromkeys(unknown))[:200]
-        setting_notes.append(Note("own_unknown_tokens", {"count": len(unknown)}, quote=shown))
+    setting_notes += tokenization_notes(
+        len(encoded.ids),
+        encoded.n_tokens_before_cap,
+        MAX_TOKENS,
+        encoded.unknown_spans(sentence.text),
+        vocabulary="own_",
+    )
     ids, tokens = tuple(encoded.ids), list(encoded.tokens)
 n_steps = len(ids) if ids is not None else settings.length
 tau = gf.loss_step(n_steps, settings.before_end)

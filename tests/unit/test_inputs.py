@@ -16,6 +16,7 @@ from models.inputs import (
     parse_choices,
     parse_number,
     prepare_sentence,
+    tokenization_notes,
 )
 
 
@@ -206,3 +207,12 @@ def test_parse_choices_drops_unknown_and_extra_values():
     assert value == [1, 2] and note.code == "link_choices_dropped"
     value, note = parse_choices(["x"], [1, 2, 3], [2], 2)
     assert value == [2] and note.params == {"kept": 0, "given": 1}
+
+
+def test_tokenization_notes_name_the_cap_and_quote_unknown_pieces_once():
+    assert tokenization_notes(10, 10, 128, []) == []
+    cut, unknown = tokenization_notes(128, 400, 128, ["😀", "我", "😀"], vocabulary="own_")
+    assert cut.code == "own_truncated_tokens" and cut.params["cap"] == 128
+    assert cut.params["original"] == 400
+    assert unknown.code == "own_unknown_tokens" and unknown.params == {"count": 3}
+    assert unknown.quote == "😀 我"
