@@ -12,6 +12,8 @@ import unicodedata
 from dataclasses import dataclass, field
 
 MAX_CHARS = 2000
+# The unknown token of both tokenizers SeqLens runs (BERT's WordPiece and its own).
+UNKNOWN = "[UNK]"
 
 # Categories that carry no visible text: control characters (Cc), format marks such
 # as zero-width joiners and right-to-left overrides (Cf), unassigned and private use.
@@ -29,6 +31,30 @@ class Note:
     code: str
     params: dict = field(default_factory=dict)
     quote: str = ""
+
+
+@dataclass(frozen=True)
+class Tokenized:
+    """What a tokenizer made of a text, for SeqLens's tokenizer and the pretrained one."""
+
+    ids: tuple[int, ...]
+    tokens: tuple[str, ...]
+    # For each token, the (start, end) characters of the text it came from; (0, 0) for
+    # special tokens such as [CLS] that stand for no text.
+    offsets: tuple[tuple[int, int], ...]
+    n_tokens_before_cap: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.n_tokens_before_cap > len(self.ids)
+
+    def unknown_spans(self, text: str, unknown_token: str = UNKNOWN) -> list[str]:
+        """The pieces of `text` the tokenizer could only read as the unknown token."""
+        return [
+            text[start:end]
+            for token, (start, end) in zip(self.tokens, self.offsets, strict=True)
+            if token == unknown_token and end > start
+        ]
 
 
 @dataclass(frozen=True)

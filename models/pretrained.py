@@ -24,6 +24,8 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 from transformers import AutoModel, AutoTokenizer  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
+from models.inputs import Tokenized  # noqa: E402
+
 MODEL_NAME = "all-MiniLM-L6-v2"
 # The page caps the tokens it draws (positions, [CLS] and [SEP] included); the model
 # itself reads up to 512. 128 keeps the 72-head overview live as the visitor types.
@@ -40,20 +42,6 @@ class EncoderConfig:
     d_head: int
     n_ctx: int
     d_vocab: int
-
-
-@dataclass(frozen=True)
-class Tokenized:
-    ids: tuple[int, ...]
-    tokens: tuple[str, ...]
-    # For each token, the (start, end) characters of the input it came from; (0, 0)
-    # for the special tokens.
-    offsets: tuple[tuple[int, int], ...]
-    n_tokens_before_cap: int
-
-    @property
-    def truncated(self) -> bool:
-        return self.n_tokens_before_cap > len(self.ids)
 
 
 def default_model_path() -> Path:
@@ -140,11 +128,7 @@ def stack_patterns(trace: dict[str, np.ndarray]) -> np.ndarray:
 
 def unknown_spans(tokenized: Tokenized, text: str, unknown_token: str) -> list[str]:
     """The pieces of `text` the tokenizer could only read as the unknown token."""
-    return [
-        text[start:end]
-        for token, (start, end) in zip(tokenized.tokens, tokenized.offsets, strict=True)
-        if token == unknown_token and end > start
-    ]
+    return tokenized.unknown_spans(text, unknown_token)
 
 
 def accent_changes(text: str, tokenizer) -> list[tuple[str, str]]:

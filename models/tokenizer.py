@@ -11,9 +11,10 @@ becomes the visible unknown token `[UNK]`, and `unknown_spans` says which text i
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from models.inputs import Tokenized
 
 WORDS_FILE = Path(__file__).resolve().parent.parent / "assets" / "vocab" / "en_words.txt"
 MAX_TOKENS = 512
@@ -31,25 +32,8 @@ _CJK = "\u4e00-\u9fff"
 _PIECES = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])[^\W\d_])+|\d|\S")
 
 
-@dataclass(frozen=True)
-class Encoded:
-    ids: tuple[int, ...]
-    tokens: tuple[str, ...]
-    # The (start, end) characters of the text each token came from.
-    offsets: tuple[tuple[int, int], ...]
-    n_tokens_before_cap: int
-
-    @property
-    def truncated(self) -> bool:
-        return self.n_tokens_before_cap > len(self.ids)
-
-    def unknown_spans(self, text: str) -> list[str]:
-        """The pieces of `text` that became `[UNK]`."""
-        return [
-            text[start:end]
-            for token, (start, end) in zip(self.tokens, self.offsets, strict=True)
-            if token == UNK
-        ]
+# What encode() returns; unknown_spans() defaults to this tokenizer's "[UNK]".
+Encoded = Tokenized
 
 
 @cache
