@@ -60,7 +60,7 @@ def all_heads_figure(
     pitch = cell + gap
     rgb = weights_to_rgb(composite_image(patterns, 1, gap))
     smooth = "fast" if rgb.shape[1] > _SHARP_UP_TO_PX else False
-    fig = go.Figure(go.Image(source=png_data_uri(rgb), hoverinfo="skip", zsmooth=smooth))
+    image = go.Image(source=png_data_uri(rgb), hoverinfo="skip", zsmooth=smooth)
 
     # Pixel i is centred on coordinate i, so a tile starting at pixel a spans
     # [a − ½, a + cell − ½].
@@ -72,57 +72,60 @@ def all_heads_figure(
     if hover_text is None:
         hover_text = [[head_label(la, h) for h in range(n_heads)] for la in range(n_layers)]
     # An invisible one-cell-per-head layer gives each head a hover label.
-    fig.add_trace(
-        go.Heatmap(
-            z=np.zeros((n_layers, n_heads)),
-            x=centers_x,
-            y=centers_y,
-            text=hover_text,
-            hovertemplate="%{text}<extra></extra>",
-            opacity=0,
-            showscale=False,
-        )
+    hover = go.Heatmap(
+        z=np.zeros((n_layers, n_heads)),
+        x=centers_x,
+        y=centers_y,
+        text=hover_text,
+        hovertemplate="%{text}<extra></extra>",
+        opacity=0,
+        showscale=False,
     )
+    outline = []
     if selected is not None:
         layer, head = selected
         pad = gap / 2
-        fig.add_shape(
-            type="rect",
-            x0=left_edge(head) - pad,
-            x1=left_edge(head) + cell + pad,
-            y0=left_edge(layer) - pad,
-            y1=left_edge(layer) + cell + pad,
-            line=dict(color="#d62728", width=3),
+        outline.append(
+            dict(
+                type="rect",
+                x0=left_edge(head) - pad,
+                x1=left_edge(head) + cell + pad,
+                y0=left_edge(layer) - pad,
+                y1=left_edge(layer) + cell + pad,
+                line=dict(color="#d62728", width=3),
+            )
         )
     width = n_heads * pitch - gap
     height = n_layers * pitch - gap
-    fig.update_xaxes(
-        tickvals=centers_x,
-        ticktext=[f"H{h}" for h in range(n_heads)],
-        side="top",
-        range=[-0.5 - gap, width - 0.5 + gap],
-        showgrid=False,
-        zeroline=False,
-        title_text="head",
-    )
-    fig.update_yaxes(
-        tickvals=centers_y,
-        ticktext=[f"L{layer}" for layer in range(n_layers)],
-        range=[height - 0.5 + gap, -0.5 - gap],
-        showgrid=False,
-        zeroline=False,
-        scaleanchor="x",
-        title_text="layer",
-    )
-    fig.update_layout(
+    layout = dict(
         title=title,
         height=560,
         margin=dict(l=50, r=10, t=80 if title else 40, b=10),
         font=_FONT,
         plot_bgcolor="white",
         dragmode="zoom",
+        shapes=outline,
+        xaxis=dict(
+            tickvals=centers_x,
+            ticktext=[f"H{h}" for h in range(n_heads)],
+            side="top",
+            range=[-0.5 - gap, width - 0.5 + gap],
+            showgrid=False,
+            zeroline=False,
+            title_text="head",
+        ),
+        yaxis=dict(
+            tickvals=centers_y,
+            ticktext=[f"L{layer}" for layer in range(n_layers)],
+            range=[height - 0.5 + gap, -0.5 - gap],
+            showgrid=False,
+            zeroline=False,
+            scaleanchor="x",
+            title_text="layer",
+        ),
     )
-    return fig
+    # Everything goes in at once: each later update_* or add_* call is validated again.
+    return go.Figure(data=[image, hover], layout=layout)
 
 
 def head_heatmap(
@@ -134,38 +137,40 @@ def head_heatmap(
 ) -> go.Figure:
     """One head, token labels on both axes, exact weights on hover."""
     n = pattern.shape[0]
-    fig = go.Figure(
-        go.Heatmap(
-            z=pattern,
-            x=list(labels),
-            y=list(labels),
-            zmin=0.0,
-            zmax=1.0,
-            colorscale=ATTENTION_COLORSCALE,
-            colorbar=dict(title="weight", thickness=12),
-            hovertemplate="%{y} → %{x}<br>weight %{z:.4f}<extra></extra>",
-            xgap=1 if n <= 40 else 0,
-            ygap=1 if n <= 40 else 0,
-        )
+    heatmap = go.Heatmap(
+        z=pattern,
+        x=list(labels),
+        y=list(labels),
+        zmin=0.0,
+        zmax=1.0,
+        colorscale=ATTENTION_COLORSCALE,
+        colorbar=dict(title="weight", thickness=12),
+        hovertemplate="%{y} → %{x}<br>weight %{z:.4f}<extra></extra>",
+        xgap=1 if n <= 40 else 0,
+        ygap=1 if n <= 40 else 0,
     )
-    fig.update_xaxes(
-        title_text=key_title,
-        tickangle=-60,
-        type="category",
-        side="top",
-        automargin=True,
-        **_token_ticks(n),
+    layout = dict(
+        title=title,
+        height=min(900, max(420, 22 * n + 160)),
+        margin=dict(l=10, r=10, t=120, b=10),
+        font=_FONT,
+        xaxis=dict(
+            title_text=key_title,
+            tickangle=-60,
+            type="category",
+            side="top",
+            automargin=True,
+            **_token_ticks(n),
+        ),
+        yaxis=dict(
+            title_text=query_title,
+            autorange="reversed",
+            type="category",
+            automargin=True,
+            **_token_ticks(n),
+        ),
     )
-    fig.update_yaxes(
-        title_text=query_title,
-        autorange="reversed",
-        type="category",
-        automargin=True,
-        **_token_ticks(n),
-    )
-    side = min(900, max(420, 22 * n + 160))
-    fig.update_layout(title=title, height=side, margin=dict(l=10, r=10, t=120, b=10), font=_FONT)
-    return fig
+    return go.Figure(data=[heatmap], layout=layout)
 
 
 def token_focus_figure(
@@ -179,59 +184,71 @@ def token_focus_figure(
     n_layers, n_heads, n, _ = patterns.shape
     rows = patterns[:, :, query_pos, :].reshape(n_layers * n_heads, n)
     row_labels = [head_label(la, h) for la in range(n_layers) for h in range(n_heads)]
-    fig = go.Figure(
-        go.Heatmap(
-            z=rows,
-            x=list(labels),
-            y=row_labels,
-            zmin=0.0,
-            zmax=1.0,
-            colorscale=ATTENTION_COLORSCALE,
-            colorbar=dict(title="weight", thickness=12),
-            hovertemplate="%{y} → %{x}<br>weight %{z:.4f}<extra></extra>",
+    # White lines between layers.
+    separators = [
+        dict(
+            type="line",
+            xref="paper",
+            x0=0,
+            x1=1,
+            y0=layer * n_heads - 0.5,
+            y1=layer * n_heads - 0.5,
+            line=dict(color="white", width=3),
         )
+        for layer in range(1, n_layers)
+    ]
+    heatmap = go.Heatmap(
+        z=rows,
+        x=list(labels),
+        y=row_labels,
+        zmin=0.0,
+        zmax=1.0,
+        colorscale=ATTENTION_COLORSCALE,
+        colorbar=dict(title="weight", thickness=12),
+        hovertemplate="%{y} → %{x}<br>weight %{z:.4f}<extra></extra>",
     )
-    for layer in range(1, n_layers):
-        fig.add_hline(y=layer * n_heads - 0.5, line=dict(color="white", width=3))
-    fig.update_xaxes(
-        title_text=key_title,
-        tickangle=-60,
-        type="category",
-        side="top",
-        automargin=True,
-        **_token_ticks(n),
-    )
-    fig.update_yaxes(autorange="reversed", type="category", tickfont=dict(size=10), automargin=True)
-    fig.update_layout(
+    layout = dict(
         title=title,
         height=max(500, 12 * n_layers * n_heads + 160),
         margin=dict(l=10, r=10, t=120, b=10),
         font=_FONT,
+        shapes=separators,
+        xaxis=dict(
+            title_text=key_title,
+            tickangle=-60,
+            type="category",
+            side="top",
+            automargin=True,
+            **_token_ticks(n),
+        ),
+        yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=10), automargin=True),
     )
-    return fig
+    return go.Figure(data=[heatmap], layout=layout)
 
 
 def head_summary_figure(
     stats: dict[str, np.ndarray], titles: dict[str, str], formats: dict[str, str]
 ) -> go.Figure:
-    """One small layer × head grid per statistic, side by side."""
-    from plotly.subplots import make_subplots
-
+    """One small layer × head grid per statistic, side by side (laid out by hand: plotly's
+    make_subplots took longer than the rest of the figure)."""
     names = list(stats)
-    fig = make_subplots(
-        rows=1,
-        cols=len(names),
-        subplot_titles=[titles[name] for name in names],
-        horizontal_spacing=0.06,
-    )
-    for col, name in enumerate(names, start=1):
+    count = len(names)
+    spacing = 0.06
+    width = (1 - spacing * (count - 1)) / count
+    traces, layout = [], dict(height=330, margin=dict(l=10, r=10, t=60, b=10), font=_FONT)
+    annotations = []
+    for i, name in enumerate(names):
         values = stats[name]
         n_layers, n_heads = values.shape
-        fig.add_trace(
+        suffix = "" if i == 0 else str(i + 1)
+        left = i * (width + spacing)
+        traces.append(
             go.Heatmap(
                 z=values,
                 x=[f"H{h}" for h in range(n_heads)],
                 y=[f"L{la}" for la in range(n_layers)],
+                xaxis=f"x{suffix}",
+                yaxis=f"y{suffix}",
                 colorscale=ATTENTION_COLORSCALE,
                 showscale=False,
                 hovertemplate=f"%{{y}} %{{x}}<br>{titles[name]}: %{{z:{formats[name]}}}"
@@ -239,10 +256,22 @@ def head_summary_figure(
                 texttemplate=f"%{{z:{formats[name]}}}",
                 textfont=dict(size=9),
                 name=name,
-            ),
-            row=1,
-            col=col,
+            )
         )
-        fig.update_yaxes(autorange="reversed", automargin=True, row=1, col=col)
-    fig.update_layout(height=330, margin=dict(l=10, r=10, t=60, b=10), font=_FONT)
-    return fig
+        layout[f"xaxis{suffix}"] = dict(domain=[left, left + width], anchor=f"y{suffix}")
+        layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", autorange="reversed", automargin=True)
+        annotations.append(
+            dict(
+                text=titles[name],
+                x=left + width / 2,
+                y=1.0,
+                xref="paper",
+                yref="paper",
+                xanchor="center",
+                yanchor="bottom",
+                showarrow=False,
+                font=dict(size=16),
+            )
+        )
+    layout["annotations"] = annotations
+    return go.Figure(data=traces, layout=layout)
