@@ -51,6 +51,8 @@ def all_heads_figure(
     selected: tuple[int, int] | None = None,
     hover_text: Sequence[Sequence[str]] | None = None,
     title: str = "",
+    head_title: str = "head",
+    layer_title: str = "layer",
 ) -> go.Figure:
     """Every head at once as one image (cheap to send and draw), the selected head outlined."""
     n_layers, n_heads, n, _ = patterns.shape
@@ -112,7 +114,7 @@ def all_heads_figure(
             range=[-0.5 - gap, width - 0.5 + gap],
             showgrid=False,
             zeroline=False,
-            title_text="head",
+            title_text=head_title,
         ),
         yaxis=dict(
             tickvals=centers_y,
@@ -121,7 +123,7 @@ def all_heads_figure(
             showgrid=False,
             zeroline=False,
             scaleanchor="x",
-            title_text="layer",
+            title_text=layer_title,
         ),
     )
     # Everything goes in at once: each later update_* or add_* call is validated again.
@@ -134,6 +136,7 @@ def head_heatmap(
     title: str = "",
     query_title: str = "query",
     key_title: str = "key",
+    weight_title: str = "weight",
 ) -> go.Figure:
     """One head, token labels on both axes, exact weights on hover."""
     n = pattern.shape[0]
@@ -144,7 +147,7 @@ def head_heatmap(
         zmin=0.0,
         zmax=1.0,
         colorscale=ATTENTION_COLORSCALE,
-        colorbar=dict(title="weight", thickness=12),
+        colorbar=dict(title=weight_title, thickness=12),
         hovertemplate="%{y} → %{x}<br>weight %{z:.4f}<extra></extra>",
         xgap=1 if n <= 40 else 0,
         ygap=1 if n <= 40 else 0,
@@ -179,6 +182,7 @@ def token_focus_figure(
     labels: Sequence[str],
     title: str = "",
     key_title: str = "key",
+    weight_title: str = "weight",
 ) -> go.Figure:
     """What one token attends to, in every head: one row per head, grouped by layer."""
     n_layers, n_heads, n, _ = patterns.shape
@@ -204,7 +208,7 @@ def token_focus_figure(
         zmin=0.0,
         zmax=1.0,
         colorscale=ATTENTION_COLORSCALE,
-        colorbar=dict(title="weight", thickness=12),
+        colorbar=dict(title=weight_title, thickness=12),
         hovertemplate="%{y} → %{x}<br>weight %{z:.4f}<extra></extra>",
     )
     layout = dict(

@@ -1,4 +1,4 @@
-"""The frame every lesson lives in: page setup, navigation, the shared sentence box.
+"""The frame every lesson lives in: page setup, the language, navigation, the sentence box.
 
 app.py runs it. A lesson file runs it too when Streamlit starts that file on its
 own, which happens once per server: while no session has yet called st.navigation,
@@ -15,9 +15,9 @@ import threading
 
 import streamlit as st
 
-from components.i18n import t
+from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, set_language, t
 from components.lessons import LESSONS
-from components.widgets import sentence_box
+from components.widgets import SENTENCE_KEY, sentence_box
 
 _run = threading.local()
 
@@ -27,16 +27,100 @@ def inside_frame() -> bool:
     return getattr(_run, "inside", False)
 
 
+LANGUAGE_KEY = "lang"
+# The last language drawn, in a plain session key: a widget's own value is dropped when
+# Streamlit treats a run as a new page (a lesson run alone first draws the frame itself).
+_CHOSEN_KEY = "_lang_chosen"
+
+
+def _language_in_link(raw: str) -> str | None:
+    """The language a link names: by code as written by hand (zh, ZH, zh-CN, zh_Hans,
+    en-GB) or by the name the control itself writes to the link (简体中文)."""
+    by_name = {name: code for code, name in LANGUAGES.items()}
+    if raw.strip() in by_name:
+        return by_name[raw.strip()]
+    primary = raw.strip().lower().replace("_", "-").split("-")[0]
+    return primary if primary in LANGUAGES else None
+
+
+def _keep_choices_across_languages() -> None:
+    """Hand every keyed choice back to the browser in the new language's labels.
+
+    A selectbox shows, and sends back, the label of its choice ("可学习"), not the value
+    ("learned"). When the language changes, the browser would keep showing the old label
+    and, on the next rerun, send a label no option has any more: Streamlit would then
+    quietly reset the control to its default. Setting each choice to its own value
+    before the page draws it makes Streamlit send it again, labelled anew.
+    """
+    for key in list(st.session_state.keys()):
+        if not isinstance(key, str) or key.startswith(("_", "$$")):
+            continue
+        if key in (LANGUAGE_KEY, SENTENCE_KEY):
+            continue
+        value = st.session_state[key]
+        is_choice = isinstance(value, str) or (
+            isinstance(value, list) and value and all(isinstance(v, str) for v in value)
+        )
+        if is_choice:
+            st.session_state[key] = value
+
+
+def language_selector() -> str:
+    """The visitor's language, kept in the session and in the link.
+
+    Drawn before anything else, and made current at once: every string of this run,
+    the menu's page titles included, is then in that language. The label names itself
+    in both languages, so either reader finds it on a projected screen.
+
+    A bound control writes its label to the link (?lang=简体中文) and accepts only that;
+    a link written by hand says ?lang=zh. So whenever the control has no value yet (a
+    new session, or a run Streamlit treats as a new page), it gets one before it is
+    drawn: the link's language if the link names one, else the one last drawn.
+    """
+    current = st.session_state.get(LANGUAGE_KEY)
+    previous = st.session_state.get(_CHOSEN_KEY)
+    if current in LANGUAGES and previous in LANGUAGES and current != previous:
+        _keep_choices_across_languages()
+    if current not in LANGUAGES:
+        raws = st.query_params.get_all(LANGUAGE_KEY)
+        current = _language_in_link(raws[-1]) if raws else None
+        current = current or st.session_state.get(_CHOSEN_KEY) or DEFAULT_LANGUAGE
+    # Set on every run, so no run can quietly fall back to the default.
+    st.session_state[LANGUAGE_KEY] = current
+    choice = st.segmented_control(
+        "🌐 Language · 语言",
+        options=list(LANGUAGES),
+        format_func=LANGUAGES.__getitem__,
+        default=DEFAULT_LANGUAGE,
+        required=True,
+        key=LANGUAGE_KEY,
+        bind="query-params",
+        label_visibility="collapsed",
+        width="content",
+    )
+    # An empty ?lang= in a hand-edited link leaves even a required control with nothing
+    # chosen on the first run; the page is then English, and the next click fixes it.
+    # (An st.rerun here would lose a deep link's page on a fresh session.)
+    language = set_language(choice)
+    st.session_state[_CHOSEN_KEY] = language
+    return language
+
+
 def run_app() -> None:
     st.set_page_config(page_title="SeqLens", page_icon="🔭", layout="wide")
+    # The title and, at its right, the language control, drawn first (see language_selector);
+    # the title goes into its slot once the language is known.
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+        heading = st.container()
+        language_selector()
     home = st.Page("pages/home.py", title=t("nav.home"), icon="🏠", default=True)
     lessons = [
         st.Page(lesson.file, title=t(lesson.title_key), url_path=lesson.url_path, icon=lesson.icon)
         for lesson in LESSONS
     ]
     page = st.navigation([home, *lessons])
-    st.title(t("app.title"))
-    st.caption(t("app.tagline"))
+    heading.title(t("app.title"))
+    heading.caption(t("app.tagline"))
     sentence_box(page.url_path)
     _run.inside = True
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from components.i18n import t
+from components.i18n import LANGUAGES, t, using_language
 from models.inputs import (
     Note,
     PreparedText,
@@ -129,8 +129,14 @@ def _show_link_note(key: str, value) -> None:
 
 
 def _labels(options: list, format_func) -> list[list[str]]:
-    # A bound control writes its label to the link; older links may hold the value.
-    return [[format_func(option), str(option)] for option in options]
+    """Every text a link may use for each option: a bound control writes its label, in
+    the language of whoever made the link; a link written by hand may use the value."""
+    names = [[str(option)] for option in options]
+    for language in LANGUAGES:
+        with using_language(language):
+            for texts, option in zip(names, options, strict=True):
+                texts.append(format_func(option))
+    return names
 
 
 def linked_selectbox(where, label: str, options, default, key: str, format_func=str):

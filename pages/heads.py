@@ -90,7 +90,16 @@ hover = [
     for la in range(n_layers)
 ]
 st.subheader(t("heads.all_title", n_layers=n_layers, n_heads=n_heads))
-show_chart(all_heads_figure(patterns, selected=(layer, head), hover_text=hover), key="all_heads")
+show_chart(
+    all_heads_figure(
+        patterns,
+        selected=(layer, head),
+        hover_text=hover,
+        head_title=t("heads.axis.head"),
+        layer_title=t("heads.axis.layer"),
+    ),
+    key="all_heads",
+)
 st.caption(t("heads.all_caption"))
 
 specials = (0, len(tokens) - 1)
@@ -99,7 +108,13 @@ with one:
     st.subheader(t("heads.one_title", layer=layer, head=head))
     pattern = patterns[layer, head]
     show_chart(
-        head_heatmap(pattern, labels, query_title=t("heads.query"), key_title=t("heads.key")),
+        head_heatmap(
+            pattern,
+            labels,
+            query_title=t("heads.query"),
+            key_title=t("heads.key"),
+            weight_title=t("heads.axis.weight"),
+        ),
         key="one_head",
     )
     link = strongest_link(pattern, ignore=specials)
@@ -124,7 +139,12 @@ with focus:
         key="token",
         format_func=lambda i: f"{i}: {tokens[i]}",
     )
-    show_chart(token_focus_figure(patterns, query, labels, key_title=t("heads.key")), key="focus")
+    show_chart(
+        token_focus_figure(
+            patterns, query, labels, key_title=t("heads.key"), weight_title=t("heads.axis.weight")
+        ),
+        key="focus",
+    )
     st.caption(t("heads.focus_caption", count=n_layers * n_heads))
     # Neighbours are skipped too: many heads just look one token back or ahead.
     neighbours = tuple(k for k in (query - 1, query + 1) if 0 < k < len(tokens) - 1)
