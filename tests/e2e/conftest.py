@@ -10,13 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,17 +22,10 @@ ARTIFACTS = REPO_ROOT / "tests" / "artifacts"
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench.browser import CHROMIUM_ARGS  # noqa: E402
+from bench.server import Server  # noqa: E402
+
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 SERVER_START_TIMEOUT_S = 60.0
 VIEWPORT = {"width": 1400, "height": 1600}
 
@@ -48,86 +35,19 @@ def artifacts_dir() -> Path:
     return ARTIFACTS
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _log_tail(path: Path, n: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-n:])
-    except OSError:
-        return "(no log)"
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """Stop the server and everything it started (it runs in its own process group)."""
-    if proc.poll() is not None:
-        return
-    for sig, wait_s in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 @contextlib.contextmanager
 def streamlit_server(log_name: str) -> Iterator[str]:
-    """`streamlit run app.py` on 127.0.0.1 and a free port; yields the base URL once healthy."""
-    port = _free_port()
-    log_path = artifacts_dir() / f"{log_name}.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--server.headless",
-        "true",
-        "--browser.gatherUsageStats",
-        "false",
-    ]
-    with open(log_path, "w", encoding="utf-8") as log:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=REPO_ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    base_url = f"http://127.0.0.1:{port}"
+    """`streamlit run app.py` on 127.0.0.1 and a free port (the benchmark's own server
+    runner); yields the base URL once healthy."""
+    server = Server(log_path=artifacts_dir() / f"{log_name}.log").start()
     try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(
-                    f"streamlit exited with code {proc.returncode} before it was healthy; "
-                    f"log {log_path}:\n{_log_tail(log_path)}"
-                )
-            try:
-                with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"streamlit not healthy after {SERVER_START_TIMEOUT_S:.0f} s; "
-                    f"log {log_path}:\n{_log_tail(log_path)}"
-                )
-            time.sleep(0.2)  # polling interval, not an assertion
-        yield base_url
+        try:
+            server.wait_healthy(SERVER_START_TIMEOUT_S)
+        except (RuntimeError, TimeoutError) as error:
+            pytest.fail(f"{error}; log {server.log_path}:\n{server.log_tail()}")
+        yield server.base_url
     finally:
-        _stop(proc)
+        server.stop()
 
 
 @pytest.fixture(scope="session")
