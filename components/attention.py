@@ -19,6 +19,18 @@ _FONT = dict(size=14)
 _ALL_TICKS = 64
 
 
+def _key_axis(title: str, n: int) -> dict:
+    """The token axis along the top of a [query or head] × key heatmap."""
+    return dict(
+        title_text=title,
+        tickangle=-60,
+        type="category",
+        side="top",
+        automargin=True,
+        **_token_ticks(n),
+    )
+
+
 def _token_ticks(n: int) -> dict:
     if n > _ALL_TICKS:
         return {}
@@ -157,14 +169,7 @@ def head_heatmap(
         height=min(900, max(420, 22 * n + 160)),
         margin=dict(l=10, r=10, t=120, b=10),
         font=_FONT,
-        xaxis=dict(
-            title_text=key_title,
-            tickangle=-60,
-            type="category",
-            side="top",
-            automargin=True,
-            **_token_ticks(n),
-        ),
+        xaxis=_key_axis(key_title, n),
         yaxis=dict(
             title_text=query_title,
             autorange="reversed",
@@ -217,14 +222,7 @@ def token_focus_figure(
         margin=dict(l=10, r=10, t=120, b=10),
         font=_FONT,
         shapes=separators,
-        xaxis=dict(
-            title_text=key_title,
-            tickangle=-60,
-            type="category",
-            side="top",
-            automargin=True,
-            **_token_ticks(n),
-        ),
+        xaxis=_key_axis(key_title, n),
         yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=10), automargin=True),
     )
     return go.Figure(data=[heatmap], layout=layout)
