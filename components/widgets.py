@@ -106,6 +106,8 @@ _LINK_NOTES = "_link_notes"
 
 
 def _check_link(key: str, parse) -> None:
+    # `parse` runs only when the link holds a value for a control not yet drawn, so the
+    # labels it needs (every option in every language) are built only then.
     notes = st.session_state.setdefault(_LINK_NOTES, {})
     if key in st.session_state:
         return  # the control exists already: its value is the visitor's, not the link's
@@ -141,8 +143,10 @@ def _labels(options: list, format_func) -> list[list[str]]:
 
 def linked_selectbox(where, label: str, options, default, key: str, format_func=str):
     options = list(options)
-    names = _labels(options, format_func)
-    _check_link(key, lambda raws: parse_choice(raws[-1], options, default, names))
+    _check_link(
+        key,
+        lambda raws: parse_choice(raws[-1], options, default, _labels(options, format_func)),
+    )
     value = where.selectbox(
         label,
         options,
@@ -166,8 +170,12 @@ def linked_multiselect(
     where, label: str, options, default: list, key: str, max_selections: int, format_func=str
 ):
     options = list(options)
-    names = _labels(options, format_func)
-    _check_link(key, lambda raws: parse_choices(raws, options, default, max_selections, names))
+    _check_link(
+        key,
+        lambda raws: parse_choices(
+            raws, options, default, max_selections, _labels(options, format_func)
+        ),
+    )
     value = where.multiselect(
         label,
         options,
