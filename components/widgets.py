@@ -195,7 +195,8 @@ def show_chart(fig, key: str | None = None) -> None:
 
 @st.cache_resource(show_spinner="Loading the pretrained model…")
 def load_encoder():
-    from models.pretrained import PretrainedEncoder, limit_threads, settle_heap
+    from models.pretrained import PretrainedEncoder
+    from models.runtime import limit_threads, settle_heap
 
     limit_threads()
     encoder = PretrainedEncoder()
@@ -230,9 +231,10 @@ def load_tokenizer():
 def load_transformer(positional: str = "sinusoidal", causal: bool = False, seed: int = 0):
     """One frozen random Transformer per (encoding, direction, seed), shared by every session:
     only ever read (no hooks, nothing stored on it)."""
-    from models.pretrained import settle_heap
+    from models.runtime import limit_threads, settle_heap
     from models.transformer import Transformer, TransformerConfig
 
+    limit_threads()
     cfg = TransformerConfig(
         d_vocab=load_tokenizer().vocab_size, positional=positional, causal=causal
     )
@@ -258,7 +260,9 @@ def load_recurrent(
     """One frozen RNN, LSTM or GRU per (config, seed), shared by every session: only ever read
     (no hooks, nothing stored on it, gradients only with respect to per-request tensors)."""
     from models.recurrent import Recurrent, RecurrentConfig
+    from models.runtime import limit_threads
 
+    limit_threads()
     cfg = RecurrentConfig(
         cell=cell,
         num_inputs=num_inputs,

@@ -8,7 +8,6 @@ ever read: inference mode, no hooks, nothing stored on it.
 
 from __future__ import annotations
 
-import gc
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,19 +141,3 @@ def accent_changes(text: str, tokenizer) -> list[tuple[str, str]]:
         if normalised != word.lower() and (word, normalised) not in changes:
             changes.append((word, normalised))
     return changes
-
-
-def limit_threads(n: int = 1) -> None:
-    """Many visitors share two cores: one thread per forward pass keeps latency steady."""
-    torch.set_num_threads(n)
-
-
-def settle_heap() -> None:
-    """Move everything loaded so far out of the garbage collector's sight.
-
-    torch and transformers leave ~430,000 long-lived objects; each full collection
-    walked them all (250–470 ms measured here, after every rerun of every visitor).
-    Frozen, they are skipped: a full collection then took under 1 ms.
-    """
-    gc.collect()
-    gc.freeze()
