@@ -135,6 +135,8 @@ class Outputs:
     hidden_states: tuple[torch.Tensor, ...]
     # Decoders: logits of the token after the last one [batch, vocab]. Encoders: None.
     next_logits: torch.Tensor | None
+    # Encoders: the last layer's output [batch, pos, d_model]. Decoders: None.
+    last_hidden: torch.Tensor | None
 
 
 class AttentionModel:
@@ -214,8 +216,11 @@ class AttentionModel:
             )
         if not out.attentions or any(a is None for a in out.attentions):
             raise NoAttentionWeights(type(self.model).__name__)
-        logits = out.logits[:, -1] if self.cfg.causal else None
-        return Outputs(tuple(out.attentions), tuple(out.hidden_states or ()), logits)
+        if self.cfg.causal:
+            logits, last = out.logits[:, -1], None
+        else:
+            logits, last = None, out.last_hidden_state
+        return Outputs(tuple(out.attentions), tuple(out.hidden_states or ()), logits, last)
 
     def run_with_cache(self, tokenized: Tokenized) -> dict[str, np.ndarray]:
         """Run the model; return a fresh trace of numpy arrays under DESIGN.md's names.
