@@ -13,10 +13,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
-from plotly.subplots import make_subplots
 
 from components.labels import token_labels
-from components.layout import axis, frame_layout
+from components.layout import axis, frame_layout, grid_layout, subplot_suffix
 from components.layout import hline as hline_shape
 
 MODEL_COLORS = dict(zip(("RNN", "LSTM", "GRU", "Transformer"), qualitative.D3, strict=False))
@@ -133,20 +132,19 @@ def gates_figure(
     """One heatmap row per gate `[T, units]` (first `max_units` units), sharing the step axis.
     Gates in (0, 1) use one colour scale; signed states (C, H̃) a diverging one."""
     names = list(gates)
-    fig = make_subplots(
-        rows=len(names), cols=1, shared_xaxes=True, vertical_spacing=0.04, subplot_titles=names
-    )
+    layout = grid_layout(len(names), 1, names, shared_xaxes=True, vertical_spacing=0.04)
     signed_limit = 1.0
     for name in names:
         if name in signed:
             values = np.asarray(gates[name], dtype=np.float64)[:, :max_units]
             values = np.where(np.isfinite(values), values, 0.0)
             signed_limit = max(signed_limit, float(np.abs(values).max()))
-    traces, axes = [], {}
+    traces = []
     for row, name in enumerate(names, start=1):
         values = np.asarray(gates[name], dtype=np.float64)[:, :max_units]
         values = np.clip(np.where(np.isfinite(values), values, 0.0), -F32_MAX, F32_MAX)
         is_signed = name in signed
+        suffix = subplot_suffix(row, 1, 1)
         traces.append(
             go.Heatmap(
                 z=values.T.astype(np.float32),
@@ -154,13 +152,13 @@ def gates_figure(
                 y=np.arange(values.shape[1]),
                 coloraxis="coloraxis2" if is_signed else "coloraxis",
                 hovertemplate=f"{name}<br>%{{x}}, unit %{{y}}<br>%{{z:.3f}}<extra></extra>",
+                xaxis=f"x{suffix}",
+                yaxis=f"y{suffix}",
             )
         )
-        suffix = str(row) if row > 1 else ""
-        axes[f"yaxis{suffix}"] = axis("unit", autorange="reversed", showgrid=False)
-        axes[f"xaxis{suffix}"] = dict(automargin=True, type="category", showgrid=False, nticks=24)
-    fig.add_traces(traces, rows=list(range(1, len(names) + 1)), cols=1)
-    fig.update_layout(
+        layout[f"yaxis{suffix}"].update(axis("unit", autorange="reversed", showgrid=False))
+        layout[f"xaxis{suffix}"].update(automargin=True, type="category", showgrid=False, nticks=24)
+    layout.update(
         frame_layout(title, 150 + 170 * len(names), top=80),
         coloraxis=dict(
             colorscale=GATE_COLORSCALE,
@@ -175,9 +173,8 @@ def gates_figure(
             cmax=signed_limit,
             colorbar=dict(title="state", thickness=12, len=0.45, y=0.22),
         ),
-        **axes,
     )
-    return fig
+    return go.Figure(data=traces, layout=layout)
 
 
 def clipping_figure(
@@ -190,12 +187,12 @@ def clipping_figure(
 ) -> go.Figure:
     """Two bar groups: the total gradient norm (log axis) and the early steps' share (%),
     each without and with clipping. A non-finite value gets no bar (the page says why)."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(total_title, share_title))
+    layout = grid_layout(1, 2, (total_title, share_title))
     colors = ("#1f77b4", "#ff7f0e")
     names = list(totals)
     total_values = np.array([totals[n] for n in names], dtype=np.float64)
     share_values = 100 * np.array([shares[n] for n in names], dtype=np.float64)
-    traces, notes, axes = [], [], {}
+    traces = []
     for col, values, suffix in ((1, total_values, ""), (2, share_values, " %")):
         keep = np.isfinite(values) & (values > 0)
         kept = values[keep]
@@ -209,11 +206,13 @@ def clipping_figure(
                 cliponaxis=False,
                 showlegend=False,
                 hovertemplate="%{x}: %{y:.3e}" + suffix + "<extra></extra>",
+                xaxis=f"x{subplot_suffix(1, col, 2)}",
+                yaxis=f"y{subplot_suffix(1, col, 2)}",
             )
         )
-        axis_suffix = str(col) if col > 1 else ""
+        axis_suffix = subplot_suffix(1, col, 2)
         if not keep.all():
-            notes.append(
+            layout.setdefault("annotations", []).append(
                 dict(
                     text="inf / NaN: no bar",
                     xref=f"x{axis_suffix} domain",
@@ -232,22 +231,19 @@ def clipping_figure(
             low, high = min(low, threshold), max(high, threshold)
         else:
             high = max(high, 100.0)
-        axes[f"yaxis{axis_suffix}"] = dict(
+        layout[f"yaxis{axis_suffix}"].update(
             automargin=True,
             type="log",
             exponentformat="e",
             range=[np.log10(low) - 1, np.log10(high) + 0.5],
             ticksuffix=suffix,
         )
-        axes[f"xaxis{axis_suffix}"] = dict(automargin=True, type="category")
-    fig.add_traces(traces, rows=1, cols=[1, 2])
-    fig.update_layout(
+        layout[f"xaxis{axis_suffix}"].update(automargin=True, type="category")
+    layout.update(
         frame_layout(title, 400, top=90),
-        annotations=[*fig.layout.annotations, *notes],
         shapes=[hline_shape(threshold, dict(color="#444", dash="dot"))],
-        **axes,
     )
-    return fig
+    return go.Figure(data=traces, layout=layout)
 
 
 def step_labels(tokens: Sequence[str] | None, n_steps: int) -> list[str]:

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from components.layout import hline, vline
+from components.layout import grid_layout, hline, subplot_suffix, vline
 from components.positional import curves_figure, error_bars_figure
 
 
@@ -70,3 +70,25 @@ def test_error_bars_draw_the_threshold_line():
     fig = error_bars_figure({"none": 0.5, "sinusoidal": 0.0}, threshold=1e-5)
     assert fig.layout.shapes[0].y0 == fig.layout.shapes[0].y1 == 1e-5
     assert fig.layout.shapes[0].xref == "x domain"
+
+
+def test_grid_layout_is_make_subplots_layout_and_a_fresh_copy_each_time():
+    fig = make_subplots(
+        rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.04, subplot_titles=["a", "b", "c"]
+    )
+    expected = fig.layout.to_plotly_json()
+    expected.pop("template")
+    grid = grid_layout(3, 1, ["a", "b", "c"], shared_xaxes=True, vertical_spacing=0.04)
+    assert grid == expected
+    grid["xaxis"]["type"] = "category"  # a caller's change never reaches the next caller
+    assert grid_layout(3, 1, ["a", "b", "c"], shared_xaxes=True, vertical_spacing=0.04) == expected
+
+
+def test_subplot_suffix_names_the_axes_make_subplots_gives_each_cell():
+    fig = make_subplots(rows=2, cols=2)
+    for row in (1, 2):
+        for col in (1, 2):
+            fig.add_trace(go.Scatter(x=[0], y=[0]), row=row, col=col)
+    refs = [(trace.xaxis, trace.yaxis) for trace in fig.data]
+    suffixes = [subplot_suffix(r, c, 2) for r in (1, 2) for c in (1, 2)]
+    assert refs == [(f"x{s}", f"y{s}") for s in suffixes]
