@@ -6,6 +6,7 @@ Pages import from here (never from each other) so a page draws only its own widg
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,14 +194,27 @@ def show_chart(fig, key: str | None = None) -> None:
     st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key, theme=None)
 
 
-@st.cache_resource(show_spinner="Loading the pretrained model…")
-def load_encoder():
+@st.cache_resource(show_spinner=False)
+def _cached_encoder():
     from models.pretrained import PretrainedEncoder, limit_threads, settle_heap
 
     limit_threads()
     encoder = PretrainedEncoder()
     settle_heap()
+    _encoder_loaded.set()
     return encoder
+
+
+_encoder_loaded = threading.Event()
+
+
+def load_encoder():
+    """The shared pretrained encoder. The first visitor after a start waits for it to load
+    (seconds) under a spinner in their language; later calls draw no spinner at all."""
+    if _encoder_loaded.is_set():
+        return _cached_encoder()
+    with st.spinner(t("app.loading_encoder")):
+        return _cached_encoder()
 
 
 @dataclass(frozen=True)

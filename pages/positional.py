@@ -191,7 +191,7 @@ with rot_right:
             positions,
             title=t("positional.rotation.errors", k=k),
             x_title=t("positional.position"),
-            y_title="max |error|",
+            y_title=t("chart.max_error"),
             log_y=True,
         ),
         key="pe_rotation_errors",
@@ -271,7 +271,7 @@ else:
             error_bars_figure(
                 {s: effects[s]["max_error"] for s in pe.SCHEMES},
                 title=t("positional.order.max_title"),
-                y_title="max |error|",
+                y_title=t("chart.max_error"),
                 threshold=1e-5,
             ),
             key="pe_order_max",
@@ -335,11 +335,13 @@ show_chart(
     ),
     key="pe_extrapolation",
 )
+# Asked for one position more than it has rows, the learned model refuses: its refusal,
+# in the visitor's language.
 try:
     load_transformer("learned").pos_embed(cfg.n_ctx + 1)
     learned_message = ""
-except ValueError as error:
-    learned_message = str(error)
+except ValueError:
+    learned_message = t("positional.extrapolation.no_row", rows=cfg.n_ctx, pos=cfg.n_ctx)
 slopes = pe.alibi_slopes(cfg.n_heads)
 st.caption(
     t(
