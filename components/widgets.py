@@ -194,6 +194,17 @@ def show_chart(fig, key: str | None = None) -> None:
     st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key, theme=None)
 
 
+def _first_time_under_spinner(done: threading.Event, message_key: str, load):
+    """`load()` (a cached resource) under a spinner in the visitor's language the first
+    time, while it takes seconds; every later call draws no spinner at all."""
+    if done.is_set():
+        return load()
+    with st.spinner(t(message_key)):
+        value = load()
+    done.set()
+    return value
+
+
 @st.cache_resource(show_spinner=False)
 def _cached_encoder():
     from models.pretrained import PretrainedEncoder, limit_threads, settle_heap
@@ -201,7 +212,6 @@ def _cached_encoder():
     limit_threads()
     encoder = PretrainedEncoder()
     settle_heap()
-    _encoder_loaded.set()
     return encoder
 
 
@@ -209,12 +219,26 @@ _encoder_loaded = threading.Event()
 
 
 def load_encoder():
-    """The shared pretrained encoder. The first visitor after a start waits for it to load
-    (seconds) under a spinner in their language; later calls draw no spinner at all."""
-    if _encoder_loaded.is_set():
-        return _cached_encoder()
-    with st.spinner(t("app.loading_encoder")):
-        return _cached_encoder()
+    """The shared pretrained encoder (loads in seconds, once per server)."""
+    return _first_time_under_spinner(_encoder_loaded, "app.loading_encoder", _cached_encoder)
+
+
+@st.cache_resource(show_spinner=False, max_entries=1)
+def _cached_lineage() -> list:
+    from models.lineage import measure_all
+    from models.pretrained import limit_threads
+
+    limit_threads()
+    return measure_all()
+
+
+_lineage_measured = threading.Event()
+
+
+def lineage_measurements() -> list:
+    """The home table's measurements (models/lineage.py): made once per server, about a
+    second on two cores, then shared by every visitor."""
+    return _first_time_under_spinner(_lineage_measured, "home.measuring", _cached_lineage)
 
 
 @dataclass(frozen=True)
