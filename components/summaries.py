@@ -2,10 +2,9 @@
 
 A summary is computed from the very numbers a chart draws, in the current language:
 a screen reader reads it, and a class at the back of the room can read it off the
-projector when the chart's details are too small. Tables are plain columns of equal
-length (long format), so the same dict becomes a CSV and a JSON download.
+projector when the chart's details are too small (components/widgets.show_chart draws it).
 
-No st.*, no torch: arrays and labels in, text or columns out.
+No st.*, no torch: arrays and labels in, text out.
 """
 
 from __future__ import annotations
@@ -188,37 +187,131 @@ def head_statistics_summary(stats: Mapping[str, np.ndarray], titles: Mapping[str
     return SEPARATOR.join(parts)
 
 
-# --- tables of numbers behind a chart -------------------------------------------------------
-
-
-def lines_table(curves: Mapping[str, tuple[Sequence, Sequence]]) -> dict[str, list]:
-    """Every point of every line: columns series, x, y."""
-    series, xs, ys = [], [], []
+def peaks_summary(curves: Mapping[str, tuple[Sequence, Sequence]]) -> str:
+    """The largest drawn value of each line and where: "rotation: largest 1e-14 at 37"."""
+    parts = []
     for name, (x, y) in curves.items():
-        x, y = np.asarray(x), np.asarray(y, dtype=np.float64)
-        series += [name] * len(y)
-        xs += [_plain(v) for v in x]
-        ys += [float(v) for v in y]
-    return {"series": series, "x": xs, "y": ys}
+        xs, ys = _finite_points(x, y)
+        if ys.size == 0:
+            parts.append(t("summary.line_empty", name=name))
+            continue
+        i = int(np.argmax(ys))
+        parts.append(t("summary.peak", name=name, value=number(ys[i]), x=_label(xs[i])))
+    return SEPARATOR.join(parts)
 
 
-def grid_table(
-    z: np.ndarray, row_labels: Sequence, col_labels: Sequence, names=("row", "column", "value")
-) -> dict[str, list]:
-    """Every cell of a heatmap `z [row, column]`: columns row, column, value."""
-    z = np.asarray(z, dtype=np.float64)
-    rows, cols = np.indices(z.shape)
-    return {
-        names[0]: [_plain(row_labels[i]) for i in rows.ravel()],
-        names[1]: [_plain(col_labels[j]) for j in cols.ravel()],
-        names[2]: z.ravel().tolist(),
-    }
+def values_at_summary(curves: Mapping[str, tuple[Sequence, Sequence]], at) -> str:
+    """Every line's value at one x: "at 32: sinusoidal 0.31; RoPE 0.12; …"."""
+    values = {}
+    for name, (x, y) in curves.items():
+        hits = np.flatnonzero(np.asarray(x) == at)
+        values[name] = float(np.asarray(y, dtype=np.float64)[hits[0]]) if hits.size else np.nan
+    return t("summary.at", x=_label(at)) + " " + bars_summary(values)
 
 
-def bars_table(values: Mapping[str, float], names=("name", "value")) -> dict[str, list]:
-    return {names[0]: list(values), names[1]: [float(v) for v in values.values()]}
+def medians_summary(values: Mapping[str, Sequence]) -> str:
+    """The median of each named series (finite values only)."""
+    medians = {}
+    for name, series in values.items():
+        series = np.asarray(series, dtype=np.float64)
+        finite = series[np.isfinite(series)]
+        medians[name] = float(np.median(finite)) if finite.size else np.nan
+    return t("summary.median") + " " + bars_summary(medians)
 
 
-def _plain(value):
-    """A JSON-ready scalar: numpy numbers become Python numbers."""
-    return value.item() if isinstance(value, np.generic) else value
+def means_summary(values: Mapping[str, np.ndarray]) -> str:
+    """The mean of each named array (finite values only)."""
+    means = {}
+    for name, array in values.items():
+        array = np.asarray(array, dtype=np.float64)
+        finite = array[np.isfinite(array)]
+        means[name] = float(finite.mean()) if finite.size else np.nan
+    return t("summary.mean") + " " + SEPARATOR.join(f"{n} {number(v)}" for n, v in means.items())
+
+
+# --- positional encodings -------------------------------------------------------------------
+
+
+def encoding_summary(table: np.ndarray, n_sentence: int) -> str:
+    """A `[position, dimension]` table: its size, its range, where the sentence ends."""
+    return t(
+        "summary.encoding",
+        positions=table.shape[0],
+        dims=table.shape[1],
+        low=number(np.min(table)),
+        high=number(np.max(table)),
+        end=n_sentence - 1,
+    )
+
+
+def waves_summary(table: np.ndarray, dims: Sequence[int]) -> str:
+    """Each drawn dimension's range and how often it changes sign over the positions."""
+    parts = []
+    for dim in dims:
+        column = np.asarray(table[:, dim], dtype=np.float64)
+        crossings = int(np.count_nonzero(np.diff(np.signbit(column))))
+        parts.append(
+            t(
+                "summary.wave",
+                name=t("chart.dim", dim=dim),
+                low=number(column.min()),
+                high=number(column.max()),
+                crossings=crossings,
+                positions=len(column),
+            )
+        )
+    return SEPARATOR.join(parts)
+
+
+def rotation_summary(matrix: np.ndarray, k: int) -> str:
+    """How many entries of M_k are non-zero, and how many lie outside its 2×2 diagonal blocks."""
+    nonzero = np.abs(matrix) > 1e-12
+    rows, cols = np.indices(matrix.shape)
+    outside = int((nonzero & (rows // 2 != cols // 2)).sum())
+    return t(
+        "summary.rotation",
+        k=k,
+        size=matrix.shape[0],
+        nonzero=int(nonzero.sum()),
+        outside=outside,
+    )
+
+
+def diagonal_summary(scores: np.ndarray) -> str:
+    """A score grid's range, and the largest spread along any of its diagonals (zero when
+    scores depend only on the offset m − n)."""
+    n = scores.shape[0]
+    spread = max(float(np.ptp(np.diagonal(scores, offset))) for offset in range(-n + 1, n))
+    return t(
+        "summary.diagonal",
+        low=number(scores.min()),
+        high=number(scores.max()),
+        spread=f"{spread:.1e}",
+    )
+
+
+def per_token_summary(per_token: Mapping[str, np.ndarray], tokens: Sequence[str]) -> str:
+    """For each series, the token that moved most and by how much."""
+    parts = []
+    for name, values in per_token.items():
+        values = np.asarray(values, dtype=np.float64)
+        i = int(np.nanargmax(values)) if np.isfinite(values).any() else 0
+        parts.append(t("summary.token_peak", name=name, token=tokens[i], value=number(values[i])))
+    return SEPARATOR.join(parts)
+
+
+# --- recurrent networks -----------------------------------------------------------------------
+
+
+def clipping_summary(totals: Mapping[str, float], shares: Mapping[str, float], n_early: int) -> str:
+    """Each bar pair: the gradient's total norm and the early steps' share of it."""
+    return SEPARATOR.join(
+        t(
+            "summary.clip",
+            name=name,
+            total=number(totals[name]),
+            share=number(100 * shares[name]),
+            n_early=n_early,
+        )
+        for name in totals
+    )
