@@ -118,16 +118,17 @@ def strongest_link_summary(
 
 
 def all_heads_summary(patterns: np.ndarray, tokens: Sequence[str]) -> str:
-    """The strongest link between two different ordinary tokens anywhere in the stack,
-    and how many heads park most of their weight on [CLS] or [SEP]."""
+    """The strongest link between two ordinary tokens that are not neighbours, anywhere in
+    the stack, and how many heads park most of their weight on [CLS] or [SEP]."""
     n_layers, n_heads, n, _ = patterns.shape
     sinks = patterns[..., 0].mean(axis=-1) + patterns[..., n - 1].mean(axis=-1)
     n_sink = int((sinks > 0.5).sum())
     inner = patterns.astype(np.float64, copy=True)
     inner[..., [0, n - 1]] = -1.0  # keys [CLS] and [SEP]
     inner[:, :, [0, n - 1], :] = -1.0  # and their own rows
-    idx = np.arange(n)
-    inner[:, :, idx, idx] = -1.0  # a token on itself
+    # A token on itself or on a neighbour: many heads do just that, and it says little.
+    near = np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= 1
+    inner[:, :, near] = -1.0
     count = n_layers * n_heads
     if inner.max() < 0:
         return t("summary.all_heads_sinks", count=count, n_sink=n_sink)
