@@ -117,21 +117,26 @@ def strongest_link_summary(
     )
 
 
-def all_heads_summary(patterns: np.ndarray, tokens: Sequence[str]) -> str:
+def all_heads_summary(
+    patterns: np.ndarray, tokens: Sequence[str], specials: Sequence[int] = ()
+) -> str:
     """The strongest link between two ordinary tokens that are not neighbours, anywhere in
-    the stack, and how many heads park most of their weight on [CLS] or [SEP]."""
+    the stack, and how many heads park most of their weight on the special tokens
+    (`specials`: positions such as [CLS] and [SEP], or a decoder's first token)."""
     n_layers, n_heads, n, _ = patterns.shape
-    sinks = patterns[..., 0].mean(axis=-1) + patterns[..., n - 1].mean(axis=-1)
-    n_sink = int((sinks > 0.5).sum())
+    specials = sorted({int(p) for p in specials if 0 <= p < n})
+    count = n_layers * n_heads
+    sink = patterns[..., specials].sum(axis=-1).mean(axis=-1) if specials else np.zeros(1)
+    n_sink = int((sink > 0.5).sum())
+    names = ", ".join(dict.fromkeys(tokens[p] for p in specials)) or "—"
     inner = patterns.astype(np.float64, copy=True)
-    inner[..., [0, n - 1]] = -1.0  # keys [CLS] and [SEP]
-    inner[:, :, [0, n - 1], :] = -1.0  # and their own rows
+    inner[..., specials] = -1.0  # keys that are special tokens
+    inner[:, :, specials, :] = -1.0  # and their own rows
     # A token on itself or on a neighbour: many heads do just that, and it says little.
     near = np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= 1
     inner[:, :, near] = -1.0
-    count = n_layers * n_heads
     if inner.max() < 0:
-        return t("summary.all_heads_sinks", count=count, n_sink=n_sink)
+        return t("summary.all_heads_sinks", count=count, n_sink=n_sink, specials=names)
     la, h, q, k = np.unravel_index(int(np.argmax(inner)), inner.shape)
     return t(
         "summary.all_heads",
@@ -142,6 +147,7 @@ def all_heads_summary(patterns: np.ndarray, tokens: Sequence[str]) -> str:
         key=tokens[k],
         weight=f"{patterns[la, h, q, k]:.2f}",
         n_sink=n_sink,
+        specials=names,
     )
 
 

@@ -262,22 +262,41 @@ def _first_time_under_spinner(done: threading.Event, message_key: str, load):
     return value
 
 
-@st.cache_resource(show_spinner=False)
-def _cached_encoder():
+# --- the attention lesson's models (models/catalog.py, models/hf_models.py) ---
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def model_choices() -> list:
+    """The models the operator offers (read again at most once a minute: a model copied
+    into the models folder appears without a restart)."""
+    from models.catalog import list_models
+
+    return list_models()
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def load_attention_model(key: str):
+    """One shared instance per model, only ever read (no hooks, nothing stored on it).
+    `key` is one the catalogue listed; a refused model raises ModelRefused."""
+    from models.catalog import SHIPPED_KEY, Settings, model_folder
+    from models.hf_models import AttentionModel
     from models.pretrained import PretrainedEncoder, limit_threads, settle_heap
 
     limit_threads()
-    encoder = PretrainedEncoder()
+    if key == SHIPPED_KEY:
+        model = PretrainedEncoder()
+    else:
+        choice = next(c for c in model_choices() if c.key == key)
+        settings = Settings.from_env()
+        model = AttentionModel(model_folder(choice, settings), settings.max_params)
     settle_heap()
-    return encoder
-
-
-_encoder_loaded = threading.Event()
+    return model
 
 
 def load_encoder():
-    """The shared pretrained encoder (loads in seconds, once per server)."""
-    return _first_time_under_spinner(_encoder_loaded, "app.loading_encoder", _cached_encoder)
+    from models.catalog import SHIPPED_KEY
+
+    return load_attention_model(SHIPPED_KEY)
 
 
 @st.cache_resource(show_spinner=False, max_entries=1)
@@ -302,13 +321,38 @@ def lineage_measurements() -> list:
 class EncoderRun:
     tokenized: object
     trace: dict[str, np.ndarray]
+    special_positions: tuple[int, ...] = ()
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
+def attention_run(key: str, text: str) -> EncoderRun:
+    model = load_attention_model(key)
+    tokenized = model.tokenize(text)
+    return EncoderRun(
+        tokenized, model.run_with_cache(tokenized), model.special_positions(tokenized)
+    )
+
+
 def encoder_run(text: str) -> EncoderRun:
-    encoder = load_encoder()
-    tokenized = encoder.tokenize(text)
-    return EncoderRun(tokenized, encoder.run_with_cache(tokenized))
+    from models.catalog import SHIPPED_KEY
+
+    return attention_run(SHIPPED_KEY, text)
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def ablation_run(key: str, text: str, heads: tuple[tuple[int, int], ...]):
+    from models.ablation import ablate
+
+    model = load_attention_model(key)
+    return ablate(model, model.tokenize(text), heads)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def every_head_run(key: str, text: str) -> np.ndarray:
+    from models.ablation import every_head_effect
+
+    model = load_attention_model(key)
+    return every_head_effect(model, model.tokenize(text))
 
 
 # --- SeqLens's own small models (models/tokenizer.py, models/transformer.py) ---
