@@ -46,10 +46,10 @@ def test_all_heads_summary_finds_the_link_and_counts_sinks():
     patterns = _patterns()
     patterns[0, 0] = 0.0
     patterns[0, 0, :, 0] = 1.0  # a head that puts everything on [CLS]
-    text = s.all_heads_summary(patterns, TOKENS)
+    text = s.all_heads_summary(patterns, TOKENS, (0, len(TOKENS) - 1))
     assert "6 heads" in text
     assert "layer 1, head 2, it → animal 0.64" in text
-    assert "1 heads put over half" in text
+    assert "1 heads put over half their weight on [CLS], [SEP]" in text
 
 
 def test_token_focus_names_the_best_head_and_the_mean_target():
