@@ -12,12 +12,20 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from components.i18n import t
 from components.layout import axis, frame_layout, hline, vline
 
 ENCODING_COLORSCALE = "RdBu"
 SCHEME_COLORS = dict(
     zip(("sinusoidal", "learned", "rope", "alibi", "none"), qualitative.D3, strict=False)
 )
+
+
+def scheme_label(code: str) -> str:
+    """A scheme's name in the current language ("sinusoidal" → "正弦"); other names as given."""
+    return t(f"positional.scheme.{code}") if code in SCHEME_COLORS else code
+
+
 # Errors are drawn on a log axis; an exact zero is drawn at this floor instead.
 LOG_FLOOR = 1e-17
 
@@ -69,14 +77,15 @@ def encoding_heatmap(
         zmin=-limit,
         zmax=limit,
         colorscale=ENCODING_COLORSCALE,
-        colorbar=dict(title="value", thickness=12),
-        hovertemplate="position %{x}, dimension %{y}<br>value %{z:.4f}<extra></extra>",
+        colorbar=dict(title=t("chart.value"), thickness=12),
+        hovertemplate=f"{t('chart.position')} %{{x}}, {t('chart.dimension')} %{{y}}"
+        f"<br>{t('chart.value')} %{{z:.4f}}<extra></extra>",
     )
     layout = frame_layout(
         title,
         420,
-        xaxis=axis("position", showgrid=False),
-        yaxis=axis("dimension", autorange="reversed", showgrid=False),
+        xaxis=axis(t("chart.position"), showgrid=False),
+        yaxis=axis(t("chart.dimension"), autorange="reversed", showgrid=False),
         **_end_marker(n_sentence - 0.5, end_text),
     )
     return go.Figure(data=[heatmap], layout=layout)
@@ -88,22 +97,25 @@ def waves_figure(
     """Chosen dimensions of a table as curves over position."""
     table = _finite(table)
     positions = np.arange(table.shape[0])
-    traces = [
-        go.Scatter(
-            x=positions,
-            y=table[:, dim],
-            mode="lines+markers" if len(positions) <= 80 else "lines",
-            marker=dict(size=5),
-            name=f"dim {dim}",
-            hovertemplate=f"dim {dim}<br>position %{{x}}: %{{y:.4f}}<extra></extra>",
+    position = t("chart.position")
+    traces = []
+    for dim in dims:
+        name = t("chart.dim", dim=dim)
+        traces.append(
+            go.Scatter(
+                x=positions,
+                y=table[:, dim],
+                mode="lines+markers" if len(positions) <= 80 else "lines",
+                marker=dict(size=5),
+                name=name,
+                hovertemplate=f"{name}<br>{position} %{{x}}: %{{y:.4f}}<extra></extra>",
+            )
         )
-        for dim in dims
-    ]
     layout = frame_layout(
         title,
         360,
-        xaxis=axis("position"),
-        yaxis=axis("value"),
+        xaxis=axis(t("chart.position")),
+        yaxis=axis(t("chart.value")),
         **_end_marker(n_sentence - 0.5, end_text),
     )
     return go.Figure(data=traces, layout=layout)
@@ -156,10 +168,11 @@ def matrix_figure(
     y_title: str = "",
     x_labels: Sequence | None = None,
     y_labels: Sequence | None = None,
-    value_name: str = "value",
+    value_name: str = "",
 ) -> go.Figure:
     """A square-ish matrix, diverging colours centred on zero, exact values on hover."""
     matrix = _finite(matrix)
+    value_name = value_name or t("chart.value")
     limit = float(np.abs(matrix).max()) or 1.0
     heatmap = go.Heatmap(
         z=matrix.astype(np.float32),
@@ -170,7 +183,8 @@ def matrix_figure(
         zmax=limit,
         colorscale=ENCODING_COLORSCALE,
         colorbar=dict(title=value_name, thickness=12),
-        hovertemplate=f"row %{{y}}, column %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
+        hovertemplate=f"{t('chart.row')} %{{y}}, {t('chart.column')} %{{x}}"
+        f"<br>{value_name} %{{z:.4f}}<extra></extra>",
     )
     layout = frame_layout(
         title,
@@ -190,7 +204,7 @@ def error_bars_figure(
     names = list(errors)
     values = np.maximum(_finite(np.array([errors[n] for n in names])), LOG_FLOOR)
     bars = go.Bar(
-        x=names,
+        x=[scheme_label(n) for n in names],
         y=values,
         marker_color=[SCHEME_COLORS.get(n, "#1f77b4") for n in names],
         text=[f"{v:.1e}" for v in values],
@@ -217,9 +231,9 @@ def per_token_figure(
         go.Bar(
             x=list(labels),
             y=np.maximum(_finite(values), LOG_FLOOR),
-            name=name,
+            name=scheme_label(name),
             marker_color=SCHEME_COLORS.get(name),
-            hovertemplate=f"{name}<br>%{{x}}: %{{y:.3e}}<extra></extra>",
+            hovertemplate=f"{scheme_label(name)}<br>%{{x}}: %{{y:.3e}}<extra></extra>",
         )
         for name, values in per_token.items()
     ]

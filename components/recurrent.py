@@ -14,6 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from components.i18n import t
 from components.labels import token_labels
 from components.layout import axis, frame_layout, grid_layout, subplot_suffix
 from components.layout import hline as hline_shape
@@ -111,13 +112,13 @@ def unit_heatmap(
         zmax=finite_max,
         colorscale="Magma",
         colorbar=dict(title=value_name, thickness=12),
-        hovertemplate="%{x}, unit %{y}<br>log10 = %{z:.2f}<extra></extra>",
+        hovertemplate=f"%{{x}}, {t('chart.unit')} %{{y}}<br>log10 = %{{z:.2f}}<extra></extra>",
     )
     layout = frame_layout(
         title,
         440,
-        xaxis=axis("step", type="category", showgrid=False, nticks=24),
-        yaxis=axis("hidden unit", autorange="reversed", showgrid=False),
+        xaxis=axis(t("chart.step"), type="category", showgrid=False, nticks=24),
+        yaxis=axis(t("chart.hidden_unit"), autorange="reversed", showgrid=False),
     )
     return go.Figure(data=[heatmap], layout=layout)
 
@@ -140,6 +141,7 @@ def gates_figure(
             values = np.where(np.isfinite(values), values, 0.0)
             signed_limit = max(signed_limit, float(np.abs(values).max()))
     traces = []
+    unit = t("chart.unit")
     for row, name in enumerate(names, start=1):
         values = np.asarray(gates[name], dtype=np.float64)[:, :max_units]
         values = np.clip(np.where(np.isfinite(values), values, 0.0), -F32_MAX, F32_MAX)
@@ -151,12 +153,12 @@ def gates_figure(
                 x=list(step_labels),
                 y=np.arange(values.shape[1]),
                 coloraxis="coloraxis2" if is_signed else "coloraxis",
-                hovertemplate=f"{name}<br>%{{x}}, unit %{{y}}<br>%{{z:.3f}}<extra></extra>",
+                hovertemplate=f"{name}<br>%{{x}}, {unit} %{{y}}<br>%{{z:.3f}}<extra></extra>",
                 xaxis=f"x{suffix}",
                 yaxis=f"y{suffix}",
             )
         )
-        layout[f"yaxis{suffix}"].update(axis("unit", autorange="reversed", showgrid=False))
+        layout[f"yaxis{suffix}"].update(axis(unit, autorange="reversed", showgrid=False))
         layout[f"xaxis{suffix}"].update(automargin=True, type="category", showgrid=False, nticks=24)
     layout.update(
         frame_layout(title, 150 + 170 * len(names), top=80),
@@ -164,14 +166,14 @@ def gates_figure(
             colorscale=GATE_COLORSCALE,
             cmin=0.0,
             cmax=1.0,
-            colorbar=dict(title="gate", thickness=12, len=0.45, y=0.78),
+            colorbar=dict(title=t("chart.gate"), thickness=12, len=0.45, y=0.78),
         ),
         coloraxis2=dict(
             colorscale=STATE_COLORSCALE,
             cmid=0.0,
             cmin=-signed_limit,
             cmax=signed_limit,
-            colorbar=dict(title="state", thickness=12, len=0.45, y=0.22),
+            colorbar=dict(title=t("chart.state"), thickness=12, len=0.45, y=0.22),
         ),
     )
     return go.Figure(data=traces, layout=layout)
@@ -214,7 +216,7 @@ def clipping_figure(
         if not keep.all():
             layout.setdefault("annotations", []).append(
                 dict(
-                    text="inf / NaN: no bar",
+                    text=t("chart.no_bar"),
                     xref=f"x{axis_suffix} domain",
                     yref=f"y{axis_suffix} domain",
                     x=0.5,
@@ -248,4 +250,6 @@ def clipping_figure(
 
 def step_labels(tokens: Sequence[str] | None, n_steps: int) -> list[str]:
     """Escaped unique token labels for a sentence, or `t=0, t=1, …` for a synthetic sequence."""
-    return token_labels(tokens) if tokens is not None else [f"t={i}" for i in range(n_steps)]
+    if tokens is not None:
+        return token_labels(tokens)
+    return [t("chart.step_label", i=i) for i in range(n_steps)]
