@@ -121,15 +121,19 @@ SEQLENS = App("SeqLens", "app.py", "heads", 4)
 PEER = App("peer", "bench/peer/app.py", "", 2)
 
 
-def _check(page: str, run: Rerun) -> str:
-    if page == "heads" or page == PEER.path:
+def _check(app: App, page: str, run: Rerun) -> str:
+    """'' when the answer shows the visitor's own sentence (the home page shows none)."""
+    if page == app.path:
         return check_heads_tokens(run)
     return check_words_shown(run) if page else ""
 
 
-def server_work(port: int, page: str, n: int, mk: SentenceMaker, n_tokens: int) -> list[Rerun]:
-    """One visitor on `page`: a warm-up run, then `n` fresh sentences one after another.
-    (`page` "" is the home page on SeqLens, the only page on the peer.)"""
+def server_work(
+    port: int, page: str, n: int, mk: SentenceMaker, n_tokens: int, app: App | None = None
+) -> list[Rerun]:
+    """One visitor on `page` of `app` (SeqLens by default): a warm-up run, then `n` fresh
+    sentences one after another."""
+    app = app or SEQLENS
 
     async def go() -> list[Rerun]:
         runs = []
@@ -141,7 +145,7 @@ def server_work(port: int, page: str, n: int, mk: SentenceMaker, n_tokens: int) 
                 await asyncio.sleep(0.2)
                 run = await s.type_sentence(mk.make(n_tokens))
                 if run.ok:
-                    run.error = _check(page, run)
+                    run.error = _check(app, page, run)
                 runs.append(run)
         return runs
 
@@ -269,14 +273,14 @@ def measure_app(
         if app is SEQLENS:
             attempt("cold_ws", lambda: ws_first_chart(srv, mk))
         else:
-            attempt("cold_ws_peer", lambda: server_work(srv.port, app.path, 1, mk, SHORT))
+            attempt("cold_ws_peer", lambda: server_work(srv.port, app.path, 1, mk, SHORT, app))
         pages_here = pages() if with_pages else [(app.path, app.path)]
         for page, _title in pages_here:
             attempt(
                 f"work:{page}",
-                lambda page=page: server_work(srv.port, page, args.n_work, mk, SHORT),
+                lambda page=page: server_work(srv.port, page, args.n_work, mk, SHORT, app),
             )
-        attempt("work_long", lambda: server_work(srv.port, app.path, args.n_long, mk, LONG))
+        attempt("work_long", lambda: server_work(srv.port, app.path, args.n_long, mk, LONG, app))
         if br is not None:
             attempt(
                 "typing",
