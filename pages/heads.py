@@ -358,7 +358,8 @@ switched_off = linked_multiselect(
     format_func=lambda i: head_label(*divmod(i, n_heads)),
 )
 heads_off = tuple(divmod(i, n_heads) for i in sorted(switched_off))
-change = ablation_run(model_key, sentence.text, heads_off)
+# Nothing switched off changes nothing: no extra passes then.
+change = ablation_run(model_key, sentence.text, heads_off) if heads_off else None
 if not heads_off:
     st.info(t("heads.ablate_none"))
 elif cfg.causal:
@@ -403,30 +404,39 @@ else:
         data={"token": labels, "cosine_similarity": token_cosine},
     )
 
-effects = every_head_run(model_key, sentence.text)
-effect_name = "kl" if cfg.causal else "distance"
-strongest = np.unravel_index(int(np.argmax(effects)), effects.shape)
-show_chart(
-    head_summary_figure(
-        {effect_name: effects},
-        titles={effect_name: t(f"heads.effect.{effect_name}")},
-        formats={effect_name: ".3f" if cfg.causal else ".4f"},
-    ),
-    key="every_head_effect",
-    summary=t(
-        "heads.effect_summary",
-        layer=int(strongest[0]),
-        head=int(strongest[1]),
-        value=float(effects[strongest]),
-        median=float(np.median(effects)),
-    ),
-    data={
-        "layer": np.repeat(np.arange(n_layers), n_heads),
-        "head": np.tile(np.arange(n_heads), n_layers),
-        effect_name: effects.reshape(-1),
-    },
-)
-st.caption(t("heads.effect_caption"))
+# Every head switched off in turn is one extra pass per head (72 for MiniLM): measured on
+# request, so typing stays live (docs/PERFORMANCE.md).
+if st.toggle(
+    t("heads.effect_measure", count=n_layers * n_heads),
+    key="effects",
+    bind="query-params",
+):
+    effects = every_head_run(model_key, sentence.text)
+    effect_name = "kl" if cfg.causal else "distance"
+    strongest = np.unravel_index(int(np.argmax(effects)), effects.shape)
+    show_chart(
+        head_summary_figure(
+            {effect_name: effects},
+            titles={effect_name: t(f"heads.effect.{effect_name}")},
+            formats={effect_name: ".3f" if cfg.causal else ".4f"},
+        ),
+        key="every_head_effect",
+        summary=t(
+            "heads.effect_summary",
+            layer=int(strongest[0]),
+            head=int(strongest[1]),
+            value=float(effects[strongest]),
+            median=float(np.median(effects)),
+        ),
+        data={
+            "layer": np.repeat(np.arange(n_layers), n_heads),
+            "head": np.tile(np.arange(n_heads), n_layers),
+            effect_name: effects.reshape(-1),
+        },
+    )
+    st.caption(t("heads.effect_caption"))
+else:
+    st.caption(t("heads.effect_off"))
 
 # --- attention rollout -------------------------------------------------------------------
 st.subheader(t("heads.rollout_title"))

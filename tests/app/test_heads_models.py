@@ -72,7 +72,7 @@ def test_llama_says_which_key_value_head_each_query_head_reads():
 
 
 def test_switching_a_gpt2_head_off_shows_next_token_probabilities_before_and_after():
-    at = open_lesson("heads", SENTENCE, model="folder:tiny-gpt2", ablate="L0 H1")
+    at = open_lesson("heads", SENTENCE, model="folder:tiny-gpt2", ablate="L0 H1", effects="true")
     assert not at.exception
     assert at.multiselect(key="ablate").value == [1]
     bars = chart(at, "ablate_next")["data"]
