@@ -333,3 +333,21 @@ def test_a_hub_model_is_checked_from_its_index_before_anything_is_downloaded(mon
     [(args, kwargs)] = downloads
     assert args == ("org/small",)
     assert not any(p.endswith((".bin", ".pt", ".pth", ".ckpt")) for p in kwargs["allow_patterns"])
+
+
+def test_cased_and_sentencepiece_normalisers_report_no_accent_changes(loaded):
+    from tokenizers import normalizers
+
+    from models.pretrained import accent_changes
+
+    class WithNormaliser:
+        def __init__(self, normalizer):
+            self.backend_tokenizer = type("Backend", (), {"normalizer": normalizer})()
+
+    sentencepiece = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    cased = normalizers.BertNormalizer(lowercase=False)
+    for normalizer in (sentencepiece, cased, None):
+        assert accent_changes("The café is Open", WithNormaliser(normalizer)) == []
+    stripping = normalizers.BertNormalizer(lowercase=True)
+    assert accent_changes("The café", WithNormaliser(stripping)) == [("café", "cafe")]
+    assert accent_changes("The café", loaded["gpt2"].tokenizer) == []
