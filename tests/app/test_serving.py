@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 import torch
-from conftest import chart, open_lesson, plotly_array
+from conftest import open_lesson
 
 from components.widgets import load_recurrent
 from models import runtime
@@ -29,14 +28,3 @@ def test_the_model_loaders_leave_torch_on_one_thread():
     worker.start()
     worker.join()
     assert seen == [1]
-
-
-def test_every_head_s_effect_is_measured_only_when_asked():
-    at = open_lesson("heads", "The cat sat on the mat")
-    assert not at.exception
-    with pytest.raises(AssertionError):
-        chart(at, "every_head_effect")
-    at.toggle(key="effects").set_value(True).run()
-    assert not at.exception
-    effects = chart(at, "every_head_effect")["data"][0]
-    assert plotly_array(effects["z"]).size == 72
