@@ -303,7 +303,7 @@ def load_encoder():
 @st.cache_resource(show_spinner=False, max_entries=1)
 def _cached_lineage() -> list:
     from models.lineage import measure_all
-    from models.pretrained import limit_threads
+    from models.runtime import limit_threads
 
     limit_threads()
     return measure_all()

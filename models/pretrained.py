@@ -15,10 +15,20 @@ import numpy as np
 from models.hf_models import MAX_TOKENS, AttentionConfig, AttentionModel
 from models.inputs import Tokenized
 
+# Long imported from here by the loaders; they live in models/runtime.py now.
+from models.runtime import limit_threads, settle_heap
+
 MODEL_NAME = "all-MiniLM-L6-v2"
 # The shape of a loaded model, under TransformerLens names (the older name, kept).
 EncoderConfig = AttentionConfig
-__all__ = ["MAX_TOKENS", "MODEL_NAME", "EncoderConfig", "PretrainedEncoder"]
+__all__ = [
+    "MAX_TOKENS",
+    "MODEL_NAME",
+    "EncoderConfig",
+    "PretrainedEncoder",
+    "limit_threads",
+    "settle_heap",
+]
 
 
 def default_model_path() -> Path:
