@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from components.export import to_csv, to_json
 from components.i18n import LANGUAGES, t, using_language
+from components.labels import markdown_literal
 from models.inputs import (
     Note,
     PreparedText,
@@ -189,8 +191,63 @@ def linked_multiselect(
     return value
 
 
-def show_chart(fig, key: str | None = None) -> None:
-    st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key, theme=None)
+IMAGE_FORMAT_KEY = "image_format"
+IMAGE_FORMATS = ("png", "svg")
+
+
+def chart_config() -> dict:
+    """The chart toolbar's camera button saves in the format chosen in the sidebar."""
+    image_format = st.session_state.get(IMAGE_FORMAT_KEY) or "png"
+    options = {**PLOTLY_CONFIG["toImageButtonOptions"], "format": image_format}
+    return {**PLOTLY_CONFIG, "toImageButtonOptions": options}
+
+
+def image_format_choice() -> None:
+    st.sidebar.segmented_control(
+        t("app.image_format"),
+        IMAGE_FORMATS,
+        format_func=str.upper,
+        default="png",
+        required=True,
+        key=IMAGE_FORMAT_KEY,
+        help=t("app.image_format_help"),
+    )
+
+
+def show_chart(fig, key: str, *, summary: str | None = None, data: dict | None = None) -> None:
+    """A chart, the one line that says what it shows, and its numbers to download.
+
+    `summary` is computed by the page from the numbers drawn (screen readers read it,
+    and it stays legible on a projector); it may quote the visitor's tokens, so it is
+    written as literal text. `data` is only turned into files when a button is clicked.
+    """
+    st.plotly_chart(fig, config=chart_config(), key=key, theme=None)
+    if summary is None and data is None:
+        return
+    with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+        if summary is not None:
+            st.caption(markdown_literal(summary), width="stretch")
+        if data is not None:
+            _data_downloads(key, data)
+
+
+def _data_downloads(key: str, data: dict) -> None:
+    for extension, convert, mime in (
+        ("csv", to_csv, "text/csv"),
+        ("json", to_json, "application/json"),
+    ):
+        st.download_button(
+            extension.upper(),
+            data=lambda convert=convert: convert(data),
+            file_name=f"seqlens-{key}.{extension}",
+            mime=mime,
+            key=f"{key}.{extension}",
+            on_click="ignore",
+            icon=":material/download:",
+            help=t("app.download_data_help"),
+            type="tertiary",
+            width="content",
+        )
 
 
 @st.cache_resource(show_spinner="Loading the pretrained model…")
