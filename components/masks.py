@@ -101,7 +101,8 @@ def step_heatmap(
                 name=masked_text,
             )
         )
-    fig.update_xaxes(title_text=x_title, type="category", side="top", tickangle=-60, showgrid=False)
+    # Keys along the bottom: a top axis would share its space with the title.
+    fig.update_xaxes(title_text=x_title, type="category", tickangle=-60, showgrid=False)
     fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False)
     return _finish(fig, title, 340 + 12 * min(len(y_labels), 40), top=50)
 
@@ -168,7 +169,15 @@ def log_x_curves(
             trace.line.dash = "dash"
         else:
             trace.mode = "lines+markers"
-    fig.update_xaxes(type="log", dtick=np.log10(2), tickformat="d")
+    fig.update_xaxes(type="log", dtick=np.log10(2), tickformat="d", tickangle=0)
+    if log_y:
+        fig.update_yaxes(dtick=1)  # one label per decade
+    # The legend under the plot: in a narrow column it would cover the title above it.
+    fig.update_layout(
+        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0, xanchor="left"),
+        margin=dict(t=60, b=10),
+        height=460,
+    )
     return fig
 
 
@@ -203,3 +212,16 @@ def cache_growth_figure(
     )
     fig.update_xaxes(tickangle=0)
     return fig
+
+
+def extreme_cell(
+    matrix: np.ndarray, hidden: np.ndarray | None = None, by_size: bool = False
+) -> tuple[int, int, float]:
+    """(row, column, value) of the largest visible cell, or of the largest |value| when
+    `by_size`: what a chart's one-line summary names."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    score = np.abs(matrix) if by_size else matrix.copy()
+    if hidden is not None:
+        score[np.asarray(hidden)] = -np.inf
+    row, column = np.unravel_index(int(np.argmax(score)), matrix.shape)
+    return int(row), int(column), float(matrix[row, column])

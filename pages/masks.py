@@ -6,7 +6,15 @@ import streamlit as st
 from components.frame import enter_lesson
 from components.i18n import t
 from components.labels import token_labels
-from components.masks import leakage_figure, shape_text, step_heatmap
+from components.masks import (
+    cache_growth_figure,
+    extreme_cell,
+    leakage_figure,
+    log_x_curves,
+    shape_text,
+    step_heatmap,
+)
+from components.positional import curves_figure
 from components.widgets import (
     linked_selectbox,
     linked_slider,
@@ -16,7 +24,7 @@ from components.widgets import (
     show_chart,
     show_notes,
 )
-from models import masks
+from models import cost, kv_cache, masks, scaling
 from models.inputs import prepare_sentence, tokenization_notes
 from models.tokenizer import PAD, SPECIAL_TOKENS
 
@@ -26,6 +34,8 @@ enter_lesson()
 SHOWN_TOKENS = 40
 SECOND_KEY = "second"
 DEFAULT_SECOND = "它太累了"
+# The KV cache chart shows the newest rows: where it grows.
+CACHE_TAIL = 24
 REPLACEMENTS = ("elephant", "never", "cold", "猫", "?")
 
 
@@ -56,6 +66,32 @@ def leakage_by_mask(ids: tuple[int, ...], position: int, new_id: int) -> dict[st
         kind: masks.leakage(model, list(ids), position, new_id, masks.allowed_mask(kind, n))
         for kind in ("causal", "none")
     }
+
+
+@st.cache_data(show_spinner=False)
+def variance_lab() -> dict[str, np.ndarray]:
+    return scaling.dot_product_variance()
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def sharpness_lab(n_keys: int) -> dict[str, np.ndarray]:
+    return scaling.softmax_sharpness(n_keys=n_keys)
+
+
+@st.cache_resource(show_spinner=False)
+def load_lm_head():
+    return kv_cache.lm_head(load_transformer("sinusoidal", causal=True).cfg)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def generation(prompt: tuple[int, ...], n_new: int) -> kv_cache.Generation:
+    model = load_transformer("sinusoidal", causal=True)
+    return kv_cache.generate(model, load_lm_head(), list(prompt), n_new)
+
+
+@st.cache_data(show_spinner=False)
+def cost_lab() -> dict[str, np.ndarray]:
+    return cost.measure()
 
 
 def encode(text: str) -> tuple[list[int], list[str], list]:
@@ -132,6 +168,19 @@ second_raw = st.text_input(
 st.caption(t(f"masks.kind.explain.{kind}", prefix=prefix, window=window))
 
 
+def step_summary(step: str, matrix: np.ndarray, hidden: np.ndarray, rows, columns) -> str:
+    """One line naming the numbers that stand out in a step's heatmap."""
+    n_hidden = int(hidden.sum())
+    if step == "mask":
+        return t("masks.summary.mask", masked=n_hidden, cells=hidden.size)
+    if matrix.shape != hidden.shape:  # X, Q, K, V, z: positions × dimensions
+        row, column, size = extreme_cell(matrix, by_size=True)
+        return t("masks.summary.vectors", token=rows[row], dim=column, value=size)
+    row, column, top = extreme_cell(matrix, hidden)
+    key = "masks.summary.weights" if step == "hook_pattern" else "masks.summary.scores"
+    return t(key, query=rows[row], key=columns[column], value=top, masked=n_hidden)
+
+
 def attention_case(kind: str, second_text: str) -> tuple[dict, str, np.ndarray, list, list]:
     """The traced run `kind` needs: (trace, attention name, X of the queries, query tokens,
     key tokens)."""
@@ -201,6 +250,8 @@ else:
             step, x_labels, x_title, y_labels, y_title, options = spec
             matrix = np.zeros(allowed.shape) if step == "mask" else steps[step]
             names = {"mask": t("masks.mask_value"), "hook_pattern": t("masks.weight")}
+            rows = query_tokens if y_labels is q_labels else key_tokens
+            columns = key_tokens if x_labels is k_labels else list(range(len(x_labels)))
             with column:
                 show_chart(
                     step_heatmap(
@@ -214,6 +265,8 @@ else:
                         **options,
                     ),
                     key=f"mask_step_{step}",
+                    summary=step_summary(step, steps[step], ~allowed, rows, columns),
+                    data={"row": rows, "column": columns, step: steps[step]},
                 )
 
     pattern = steps["hook_pattern"]
@@ -272,6 +325,13 @@ else:
             edited_text=t("masks.leak.edited"),
         ),
         key="mask_leakage",
+        summary=t(
+            "masks.leak.summary",
+            causal=float(changes["causal"][:position].max()),
+            bidirectional=float(changes["none"][:position].max()),
+            position=position,
+        ),
+        data={"token": tokens, **{f"max_change_{k}": v for k, v in changes.items()}},
     )
     before = slice(0, position)
     st.caption(
@@ -284,3 +344,278 @@ else:
             bidirectional=float(changes["none"][before].max()),
         )
     )
+
+# 3. Why ÷√d_k ---------------------------------------------------------------------------
+st.subheader(t("masks.scale.title"))
+
+
+n_keys = linked_slider(st, t("masks.scale.keys"), 4, 64, 16, key="scale_keys")
+with st.spinner(t("masks.measuring")):
+    variance, sharp = variance_lab(), sharpness_lab(n_keys)
+d_ks = variance["d_k"]
+errors = np.abs(variance["variance"] / d_ks - 1)
+worst = int(np.argmax(errors))
+var_col, entropy_col = st.columns(2)
+max_col, scale_text_col = st.columns(2)
+with var_col:
+    show_chart(
+        log_x_curves(
+            {
+                t("masks.scale.measured"): variance["variance"],
+                t("masks.scale.scaled"): variance["variance_scaled"],
+                "d_k": d_ks,
+            },
+            d_ks,
+            title=t("masks.scale.variance_title"),
+            x_title="d_k",
+            y_title=t("masks.scale.variance_axis"),
+            log_y=True,
+            dashed=("d_k",),
+        ),
+        key="scale_variance",
+        summary=t(
+            "masks.scale.variance_summary",
+            worst=float(errors[worst]),
+            at=int(d_ks[worst]),
+            big=float(variance["variance"][-1]),
+            d_k=int(d_ks[-1]),
+        ),
+        data={"d_k": d_ks, "variance": variance["variance"], "scaled": variance["variance_scaled"]},
+    )
+for column, measure, key in (
+    (entropy_col, "entropy", "scale_entropy"),
+    (max_col, "max", "scale_max"),
+):
+    curves = {
+        t("masks.scale.unscaled_curve"): sharp[measure],
+        t("masks.scale.scaled_curve"): sharp[f"{measure}_scaled"],
+    }
+    if measure == "entropy":
+        curves[t("masks.scale.uniform")] = sharp["uniform_entropy"]
+    with column:
+        show_chart(
+            log_x_curves(
+                curves,
+                d_ks,
+                title=t(f"masks.scale.{measure}_title", n_keys=n_keys),
+                x_title="d_k",
+                y_title=t(f"masks.scale.{measure}_axis"),
+                dashed=(t("masks.scale.uniform"),),
+            ),
+            key=key,
+            summary=t(
+                f"masks.scale.{measure}_summary",
+                unscaled=float(sharp[measure][-1]),
+                scaled=float(sharp[f"{measure}_scaled"][-1]),
+                d_k=int(d_ks[-1]),
+            ),
+            data={"d_k": d_ks, "unscaled": sharp[measure], "scaled": sharp[f"{measure}_scaled"]},
+        )
+scale_text_col.caption(
+    t(
+        "masks.scale.explain",
+        samples=scaling.N_SAMPLES,
+        worst=float(errors[worst]),
+        n_keys=n_keys,
+        uniform=float(sharp["uniform_entropy"][0]),
+        max_unscaled=float(sharp["max"][-1]),
+        max_scaled=float(sharp["max_scaled"][-1]),
+        d_head=cfg.d_head,
+    )
+)
+
+# 4. KV cache --------------------------------------------------------------------------
+st.subheader(t("masks.kv.title"))
+
+
+context_col, new_col, step_col = st.columns(3)
+context = linked_slider(context_col, t("masks.kv.context"), 8, 384, 192, key="kv_context")
+n_new = linked_slider(new_col, t("masks.kv.new"), 4, 64, 24, key="kv_new")
+shown_step = min(linked_slider(step_col, t("masks.kv.step"), 1, 64, 1, key="kv_step"), n_new)
+prompt = (ids * (context // n + 1))[:context]
+with st.spinner(t("masks.measuring")):
+    run = generation(tuple(prompt), n_new)
+tokenizer = load_tokenizer()
+st.caption(t("masks.kv.generated", context=context, n_new=n_new))
+st.text(" · ".join(tokenizer.id_to_token(i) for i in run.cached_ids))
+same = run.cached_ids == run.full_ids
+steps_axis = np.arange(1, n_new + 1)
+cached_keys = run.keys[shown_step - 1]
+all_tokens = [tokenizer.id_to_token(i) for i in prompt + run.cached_ids]
+kv_left, kv_right = st.columns(2)
+with kv_left:
+    show_chart(
+        cache_growth_figure(
+            cached_keys[-CACHE_TAIL:],
+            token_labels(all_tokens[: len(cached_keys)])[-CACHE_TAIL:],
+            1,
+            title=t(
+                "masks.kv.cache_title",
+                step=shown_step,
+                rows=len(cached_keys),
+            ),
+            x_title=t("masks.axis.dim"),
+            y_title=t("masks.kv.cache_axis", shown=min(CACHE_TAIL, len(cached_keys))),
+        ),
+        key="kv_cache_keys",
+        summary=t(
+            "masks.kv.cache_summary",
+            step=shown_step,
+            rows=int(run.cache_rows[shown_step - 1]),
+            first=int(run.cache_rows[0]),
+            last=int(run.cache_rows[-1]),
+        ),
+        data={"position": all_tokens[: len(cached_keys)], "keys": cached_keys},
+    )
+with kv_right:
+    show_chart(
+        curves_figure(
+            {
+                t("masks.kv.with_cache"): run.seconds_cached * 1e3,
+                t("masks.kv.without_cache"): run.seconds_full * 1e3,
+            },
+            steps_axis,
+            title=t("masks.kv.time_title"),
+            x_title=t("masks.kv.step_axis"),
+            y_title=t("masks.kv.time_axis"),
+        ).update_yaxes(rangemode="tozero"),
+        key="kv_time",
+        summary=t(
+            "masks.kv.time_summary",
+            cached=float(np.median(run.seconds_cached) * 1e3),
+            full=float(np.median(run.seconds_full) * 1e3),
+        ),
+        data={
+            "step": steps_axis,
+            "ms_with_cache": run.seconds_cached * 1e3,
+            "ms_without_cache": run.seconds_full * 1e3,
+        },
+    )
+kv_left, kv_right = st.columns(2)
+with kv_left:
+    show_chart(
+        curves_figure(
+            {
+                t("masks.kv.with_cache"): run.macs_cached / 1e6,
+                t("masks.kv.without_cache"): run.macs_full / 1e6,
+            },
+            steps_axis,
+            title=t("masks.kv.macs_title"),
+            x_title=t("masks.kv.step_axis"),
+            y_title=t("masks.kv.macs_axis"),
+        ).update_yaxes(rangemode="tozero"),
+        key="kv_macs",
+        summary=t(
+            "masks.kv.macs_summary",
+            cached=float(run.macs_cached[-1] / 1e6),
+            full=float(run.macs_full[-1] / 1e6),
+            total_cached=float(run.macs_cached.sum() / 1e6),
+            total_full=float(run.macs_full.sum() / 1e6),
+        ),
+        data={
+            "step": steps_axis,
+            "multiply_adds_with_cache": run.macs_cached,
+            "multiply_adds_without_cache": run.macs_full,
+        },
+    )
+with kv_right:
+    show_chart(
+        curves_figure(
+            {t("masks.kv.difference"): run.logit_difference},
+            steps_axis,
+            title=t("masks.kv.difference_title"),
+            x_title=t("masks.kv.step_axis"),
+            y_title="max |Δ logit|",
+            log_y=True,
+        ).add_hline(y=1e-5, line=dict(color="#444", dash="dot")),
+        key="kv_difference",
+        summary=t(
+            "masks.kv.difference_summary",
+            worst=float(run.logit_difference.max()),
+            same=t("masks.kv.same") if same else t("masks.kv.different"),
+        ),
+        data={"step": steps_axis, "max_logit_difference": run.logit_difference},
+    )
+st.caption(
+    t(
+        "masks.kv.explain",
+        same=t("masks.kv.same") if same else t("masks.kv.different"),
+        worst=float(run.logit_difference.max()),
+        n_new=n_new,
+        ratio=float(run.macs_full.sum() / run.macs_cached.sum()),
+        time_ratio=float(run.seconds_full.sum() / run.seconds_cached.sum()),
+        head=float(cfg.d_model * cfg.d_vocab / 1e6),
+    )
+)
+
+# 5. Cost -----------------------------------------------------------------------------
+st.subheader(t("masks.cost.title"))
+
+
+with st.spinner(t("masks.measuring")):
+    costs = cost_lab()
+lengths = costs["length"]
+cost_left, cost_right = st.columns(2)
+with cost_left:
+    show_chart(
+        log_x_curves(
+            {
+                t("masks.cost.attention"): costs["attn_s"] * 1e3,
+                t("masks.cost.rnn"): costs["rnn_s"] * 1e3,
+            },
+            lengths,
+            title=t("masks.cost.time_title"),
+            x_title=t("masks.cost.length"),
+            y_title=t("masks.kv.time_axis"),
+            log_y=True,
+        ),
+        key="cost_time",
+        summary=t(
+            "masks.cost.time_summary",
+            attention=float(costs["attn_s"][-1] * 1e3),
+            rnn=float(costs["rnn_s"][-1] * 1e3),
+            n=int(lengths[-1]),
+        ),
+        data={
+            "length": lengths,
+            "attention_ms": costs["attn_s"] * 1e3,
+            "rnn_ms": costs["rnn_s"] * 1e3,
+        },
+    )
+with cost_right:
+    show_chart(
+        log_x_curves(
+            {
+                t("masks.cost.attention"): costs["attn_bytes"] / 2**20,
+                t("masks.cost.rnn"): costs["rnn_bytes"] / 2**20,
+            },
+            lengths,
+            title=t("masks.cost.memory_title"),
+            x_title=t("masks.cost.length"),
+            y_title="MiB",
+            log_y=True,
+        ),
+        key="cost_memory",
+        summary=t(
+            "masks.cost.memory_summary",
+            attention=float(costs["attn_bytes"][-1] / 2**20),
+            rnn=float(costs["rnn_bytes"][-1] / 2**20),
+            n=int(lengths[-1]),
+        ),
+        data={
+            "length": lengths,
+            "attention_bytes": costs["attn_bytes"],
+            "rnn_bytes": costs["rnn_bytes"],
+        },
+    )
+st.caption(
+    t(
+        "masks.cost.explain",
+        attn_slope=cost.growth_exponent(lengths, costs["attn_s"]),
+        rnn_slope=cost.growth_exponent(lengths, costs["rnn_s"]),
+        memory_slope=cost.growth_exponent(lengths, costs["attn_bytes"]),
+        n=int(lengths[-1]),
+        threads=int(costs["threads"]),
+        per_step=float(costs["rnn_s"][-1] / lengths[-1] * 1e6),
+    )
+)

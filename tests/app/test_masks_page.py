@@ -29,6 +29,19 @@ STEP_CHARTS = [
     )
 ]
 
+LAB_CHARTS = [
+    "mask_leakage",
+    "scale_variance",
+    "scale_entropy",
+    "scale_max",
+    "kv_cache_keys",
+    "kv_time",
+    "kv_macs",
+    "kv_difference",
+    "cost_time",
+    "cost_memory",
+]
+
 
 def _no_failure(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
@@ -55,7 +68,7 @@ def _chart_keys(at) -> set[str]:
 def test_every_mask_kind_draws_every_step_and_masks_exactly_what_it_should(kind):
     at = open_lesson("masks", SENTENCE, mask_kind=kind, second=SECOND, mask_window="1")
     _no_failure(at)
-    assert set(STEP_CHARTS) | {"mask_leakage"} <= _chart_keys(at)
+    assert set(STEP_CHARTS) | set(LAB_CHARTS) == _chart_keys(at)
     assert all(
         "Infinity" not in json.dumps(s) and "NaN" not in json.dumps(s) for s in chart_specs(at)
     )
@@ -132,3 +145,27 @@ def test_a_hostile_second_sentence_is_cleaned_noted_and_escaped():
     keys = chart(at, "mask_step_qk")["data"][0]["x"]
     assert keys and not any("<" in label for label in keys)
     assert "&lt;" in "".join(keys)
+
+
+def test_the_labs_show_measured_numbers_that_match_their_claims():
+    at = open_lesson("masks", SENTENCE, kv_context="40", kv_new="8", kv_step="3")
+    _no_failure(at)
+    variance = chart(at, "scale_variance")["data"]
+    d_k, measured = _values(variance[0]["x"]), _values(variance[0]["y"])
+    assert list(d_k) == [2**i for i in range(10)]
+    assert np.abs(measured / d_k - 1).max() < 0.05
+    assert np.abs(_values(variance[1]["y"]) - 1).max() < 0.05  # after ÷√d_k
+    unscaled, scaled = (_values(tr["y"]) for tr in chart(at, "scale_max")["data"][:2])
+    assert unscaled[-1] > 0.8 > scaled[-1]
+    # The KV cache: same tokens both ways, logits within 1e-5, one more cached row per step.
+    difference = _values(chart(at, "kv_difference")["data"][0]["y"])
+    assert len(difference) == 8 and (difference < 1e-5).all()
+    assert any("identical at every step" in c for c in at.caption.values)
+    keys = chart(at, "kv_cache_keys")
+    assert "after step 3: 42 rows" in keys["layout"]["title"]["text"]
+    assert len(keys["data"][0]["y"]) == 24 and keys["data"][0]["y"][-1].startswith("41:")
+    with_cache, without = (_values(tr["y"]) for tr in chart(at, "kv_macs")["data"])
+    assert (without > with_cache).all() and np.ptp(with_cache) < np.ptp(without)
+    memory = chart(at, "cost_memory")["data"]
+    lengths, attention = _values(memory[0]["x"]), _values(memory[0]["y"])
+    np.testing.assert_allclose(attention[1:] / attention[:-1], (lengths[1:] / lengths[:-1]) ** 2)
