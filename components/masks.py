@@ -58,10 +58,14 @@ def step_heatmap(
     masked_text: str = "−∞",
     weights: bool = False,
     value_name: str = "value",
+    cell_text: bool = True,
+    value_format: str = ".2f",
+    show_scale: bool = True,
 ) -> go.Figure:
     """One step of attention as a heatmap: rows are queries (or positions), columns keys
     (or dimensions). `masked` cells are drawn grey with `masked_text`; `weights` uses the
-    0…1 attention colours, otherwise diverging colours centred on zero."""
+    0…1 attention colours, otherwise diverging colours centred on zero. Small matrices
+    write each value in its cell (`cell_text`, in `value_format`)."""
     matrix = np.asarray(matrix, dtype=np.float64)
     hidden = np.zeros(matrix.shape, dtype=bool) if masked is None else np.asarray(masked)
     finite = matrix[~hidden]
@@ -69,7 +73,7 @@ def step_heatmap(
         raise ValueError("a chart was given NaN or inf outside the masked cells")
     limit = float(np.abs(finite).max()) if finite.size else 1.0
     limit = limit or 1.0
-    small = max(matrix.shape) <= _TEXT_UP_TO
+    small = cell_text and max(matrix.shape) <= _TEXT_UP_TO
     scale = dict(zmin=0.0, zmax=1.0) if weights else dict(zmid=0.0, zmin=-limit, zmax=limit)
     fig = go.Figure(
         go.Heatmap(
@@ -78,7 +82,8 @@ def step_heatmap(
             y=list(y_labels),
             colorscale=ATTENTION_COLORSCALE if weights else ENCODING_COLORSCALE,
             colorbar=dict(title=value_name, thickness=10),
-            texttemplate="%{z:.2f}" if small else None,
+            showscale=show_scale,
+            texttemplate=f"%{{z:{value_format}}}" if small else None,
             textfont=dict(size=9),
             hovertemplate=f"%{{y}} · %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
             name=value_name,

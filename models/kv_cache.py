@@ -95,35 +95,40 @@ def multiply_adds(cfg: TransformerConfig, n_rows: int, n_keys: int) -> int:
 @dataclass(frozen=True)
 class Generation:
     """Per generated token: the id each way picked, max |logit difference|, the cache's
-    rows after the step, time in seconds and multiply-adds each way."""
+    rows after the step and the multiply-adds each way."""
 
     prompt: list[int]
     cached_ids: list[int]
     full_ids: list[int]
     logit_difference: np.ndarray
     cache_rows: np.ndarray
-    seconds_cached: np.ndarray
-    seconds_full: np.ndarray
     macs_cached: np.ndarray
     macs_full: np.ndarray
     keys: list[np.ndarray]  # layer 0, head 0's cached K after each step `[pos, d_head]`
+
+
+def _check_lengths(model: Transformer, prompt: list[int], n_new: int) -> None:
+    _check(model)
+    if not prompt or len(prompt) + n_new > model.cfg.n_ctx:
+        raise ValueError(f"prompt plus new tokens must be 1 … {model.cfg.n_ctx} long")
 
 
 def generate(model: Transformer, W_U: torch.Tensor, prompt: list[int], n_new: int) -> Generation:
     """Greedy generation of `n_new` tokens both ways, side by side, step by step.
 
     The prompt is read into the cache one token at a time (its logits are not kept);
-    each generated token is then picked from each way's own logits. Every step is timed
-    afterwards, both ways, on the same inputs (see models/timing.py).
+    each generated token is then picked from each way's own logits.
     """
-    _check(model)
-    if not prompt or len(prompt) + n_new > model.cfg.n_ctx:
-        raise ValueError(f"prompt plus new tokens must be 1 … {model.cfg.n_ctx} long")
+    _check_lengths(model, prompt, n_new)
     with single_thread():
-        return _generate(model, W_U, prompt, n_new)
+        return _generate(model, W_U, prompt, n_new)[0]
 
 
-def _generate(model: Transformer, W_U: torch.Tensor, prompt: list[int], n_new: int) -> Generation:
+def _generate(
+    model: Transformer, W_U: torch.Tensor, prompt: list[int], n_new: int
+) -> tuple[Generation, list[Past], list[int]]:
+    """The generation, and what each step ran (the cache before it, the sequence) for
+    timing it again."""
     past = empty_cache(model)
     for position, token in enumerate(prompt[:-1]):
         _, past = cached_step(model, token, position, past, W_U)
@@ -136,23 +141,35 @@ def _generate(model: Transformer, W_U: torch.Tensor, prompt: list[int], n_new: i
         cached_ids.append(int(logits_c.argmax()))
         full_ids.append(int(logits_f.argmax()))
         differences.append(float((logits_c - logits_f).abs().max()))
-    # Step s ran token s − 1 of the sequence (prompt and generated so far) against pasts[s].
+    # Step s ran the sequence's first len(prompt) + s tokens, the last one against pasts[s].
     lengths = [len(prompt) + step for step in range(n_new)]
-    cached_calls = [
-        lambda n=n, p=p: cached_step(model, cached_ids[n - 1], n - 1, p, W_U)
-        for n, p in zip(lengths, pasts, strict=True)
-    ]
-    full_calls = [lambda n=n: full_step(model, full_ids[:n], W_U) for n in lengths]
-    seconds = best_times(cached_calls + full_calls, passes=3)
-    return Generation(
+    generation = Generation(
         prompt=list(prompt),
         cached_ids=cached_ids[len(prompt) :],
         full_ids=full_ids[len(prompt) :],
         logit_difference=np.array(differences),
-        cache_rows=np.array([n for n in lengths]),
-        seconds_cached=seconds[:n_new],
-        seconds_full=seconds[n_new:],
+        cache_rows=np.array(lengths),
         macs_cached=np.array([multiply_adds(model.cfg, 1, n) for n in lengths], dtype=np.int64),
         macs_full=np.array([multiply_adds(model.cfg, n, n) for n in lengths], dtype=np.int64),
         keys=[p[0][0][0].numpy().copy() for p in pasts[1:]] + [past[0][0][0].numpy().copy()],
     )
+    return generation, pasts, cached_ids
+
+
+def step_times(
+    model: Transformer, W_U: torch.Tensor, prompt: list[int], n_new: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Seconds of every generation step with the cache and recomputing everything, timed
+    on the same inputs (models/timing.py). The time depends on the lengths, not on which
+    tokens they are, so a page can time one prompt per length for every visitor."""
+    _check_lengths(model, prompt, n_new)
+    with single_thread():
+        run, pasts, sequence = _generate(model, W_U, prompt, n_new)
+    lengths = [int(n) for n in run.cache_rows]
+    cached_calls = [
+        lambda n=n, p=p: cached_step(model, sequence[n - 1], n - 1, p, W_U)
+        for n, p in zip(lengths, pasts, strict=True)
+    ]
+    full_calls = [lambda n=n: full_step(model, sequence[:n], W_U) for n in lengths]
+    seconds = best_times(cached_calls + full_calls, passes=3)
+    return seconds[:n_new], seconds[n_new:]

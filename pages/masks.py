@@ -16,6 +16,7 @@ from components.masks import (
 )
 from components.positional import curves_figure
 from components.widgets import (
+    DEFAULT_SENTENCE,
     linked_selectbox,
     linked_slider,
     load_tokenizer,
@@ -34,6 +35,8 @@ enter_lesson()
 SHOWN_TOKENS = 40
 SECOND_KEY = "second"
 DEFAULT_SECOND = "它太累了"
+# The KV cache's time per step is measured on this text, the same for every visitor.
+TIMING_TEXT = DEFAULT_SENTENCE
 # The KV cache chart shows the newest rows: where it grows.
 CACHE_TAIL = 24
 REPLACEMENTS = ("elephant", "never", "cold", "猫", "?")
@@ -89,9 +92,29 @@ def generation(prompt: tuple[int, ...], n_new: int) -> kv_cache.Generation:
     return kv_cache.generate(model, load_lm_head(), list(prompt), n_new)
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def step_timings(context: int, n_new: int) -> tuple[np.ndarray, np.ndarray]:
+    """Timed once per (length, steps) for everyone: the time does not depend on the words."""
+    prompt = load_tokenizer().encode(TIMING_TEXT).ids
+    prompt = list(prompt * (context // len(prompt) + 1))[:context]
+    model = load_transformer("sinusoidal", causal=True)
+    return kv_cache.step_times(model, load_lm_head(), prompt, n_new)
+
+
 @st.cache_data(show_spinner=False)
 def cost_lab() -> dict[str, np.ndarray]:
     return cost.measure()
+
+
+def per_step_figure(cached: np.ndarray, full: np.ndarray, measure: str):
+    """One measure per generation step, with the cache and recomputing everything."""
+    return curves_figure(
+        {t("masks.kv.with_cache"): cached, t("masks.kv.without_cache"): full},
+        np.arange(1, len(cached) + 1),
+        title=t(f"masks.kv.{measure}_title"),
+        x_title=t("masks.kv.step_axis"),
+        y_title=t(f"masks.kv.{measure}_axis"),
+    ).update_yaxes(rangemode="tozero")
 
 
 def encode(text: str) -> tuple[list[int], list[str], list]:
@@ -224,16 +247,25 @@ else:
     dim_axis = t("masks.axis.dim")
 
     value = t("masks.value")
+    # Rows of vectors are too narrow per cell to carry their numbers (hover shows them).
+    vectors = {"cell_text": False}
     # (step, x labels, x title, y labels, y title, extra options): rows are queries, or the
     # keys' own positions for K and V.
     layout = (
-        ("x_query", model_dims, dim_axis, q_labels, query_axis, {}),
-        ("hook_q", dims, dim_axis, q_labels, query_axis, {}),
-        ("hook_k", dims, dim_axis, k_labels, key_axis, {}),
-        ("hook_v", dims, dim_axis, k_labels, key_axis, {}),
+        ("x_query", model_dims, dim_axis, q_labels, query_axis, vectors),
+        ("hook_q", dims, dim_axis, q_labels, query_axis, vectors),
+        ("hook_k", dims, dim_axis, k_labels, key_axis, vectors),
+        ("hook_v", dims, dim_axis, k_labels, key_axis, vectors),
         ("qk", k_labels, key_axis, q_labels, query_axis, {}),
         ("scaled", k_labels, key_axis, q_labels, query_axis, {}),
-        ("mask", k_labels, key_axis, q_labels, query_axis, {"masked": ~allowed}),
+        (
+            "mask",
+            k_labels,
+            key_axis,
+            q_labels,
+            query_axis,
+            {"masked": ~allowed, "value_format": ".0f", "weights": True, "show_scale": False},
+        ),
         ("hook_attn_scores", k_labels, key_axis, q_labels, query_axis, {"masked": ~allowed}),
         (
             "hook_pattern",
@@ -243,7 +275,7 @@ else:
             query_axis,
             {"masked": ~allowed, "masked_text": "0", "weights": True},
         ),
-        ("hook_z", dims, dim_axis, q_labels, query_axis, {}),
+        ("hook_z", dims, dim_axis, q_labels, query_axis, vectors),
     )
     for pair in range(0, len(layout), 2):
         for column, spec in zip(st.columns(2), layout[pair : pair + 2], strict=True):
@@ -435,11 +467,17 @@ shown_step = min(linked_slider(step_col, t("masks.kv.step"), 1, 64, 1, key="kv_s
 prompt = (ids * (context // n + 1))[:context]
 with st.spinner(t("masks.measuring")):
     run = generation(tuple(prompt), n_new)
+    seconds_cached, seconds_full = step_timings(context, n_new)
 tokenizer = load_tokenizer()
 st.caption(t("masks.kv.generated", context=context, n_new=n_new))
 st.text(" · ".join(tokenizer.id_to_token(i) for i in run.cached_ids))
 same = run.cached_ids == run.full_ids
 steps_axis = np.arange(1, n_new + 1)
+# Whole decades from just below the smallest difference to above the 1e-5 line.
+difference_decades = [
+    float(np.floor(np.log10(max(float(run.logit_difference.min()), 1e-12)))),
+    float(max(-4.0, np.ceil(np.log10(max(float(run.logit_difference.max()), 1e-12))))),
+]
 cached_keys = run.keys[shown_step - 1]
 all_tokens = [tokenizer.id_to_token(i) for i in prompt + run.cached_ids]
 kv_left, kv_right = st.columns(2)
@@ -469,41 +507,23 @@ with kv_left:
     )
 with kv_right:
     show_chart(
-        curves_figure(
-            {
-                t("masks.kv.with_cache"): run.seconds_cached * 1e3,
-                t("masks.kv.without_cache"): run.seconds_full * 1e3,
-            },
-            steps_axis,
-            title=t("masks.kv.time_title"),
-            x_title=t("masks.kv.step_axis"),
-            y_title=t("masks.kv.time_axis"),
-        ).update_yaxes(rangemode="tozero"),
+        per_step_figure(seconds_cached * 1e3, seconds_full * 1e3, "time"),
         key="kv_time",
         summary=t(
             "masks.kv.time_summary",
-            cached=float(np.median(run.seconds_cached) * 1e3),
-            full=float(np.median(run.seconds_full) * 1e3),
+            cached=float(np.median(seconds_cached) * 1e3),
+            full=float(np.median(seconds_full) * 1e3),
         ),
         data={
             "step": steps_axis,
-            "ms_with_cache": run.seconds_cached * 1e3,
-            "ms_without_cache": run.seconds_full * 1e3,
+            "ms_with_cache": seconds_cached * 1e3,
+            "ms_without_cache": seconds_full * 1e3,
         },
     )
 kv_left, kv_right = st.columns(2)
 with kv_left:
     show_chart(
-        curves_figure(
-            {
-                t("masks.kv.with_cache"): run.macs_cached / 1e6,
-                t("masks.kv.without_cache"): run.macs_full / 1e6,
-            },
-            steps_axis,
-            title=t("masks.kv.macs_title"),
-            x_title=t("masks.kv.step_axis"),
-            y_title=t("masks.kv.macs_axis"),
-        ).update_yaxes(rangemode="tozero"),
+        per_step_figure(run.macs_cached / 1e6, run.macs_full / 1e6, "macs"),
         key="kv_macs",
         summary=t(
             "masks.kv.macs_summary",
@@ -527,7 +547,9 @@ with kv_right:
             x_title=t("masks.kv.step_axis"),
             y_title="max |Δ logit|",
             log_y=True,
-        ).add_hline(y=1e-5, line=dict(color="#444", dash="dot")),
+        )
+        .add_hline(y=1e-5, line=dict(color="#444", dash="dot"))
+        .update_yaxes(range=difference_decades, dtick=1),
         key="kv_difference",
         summary=t(
             "masks.kv.difference_summary",
@@ -543,7 +565,7 @@ st.caption(
         worst=float(run.logit_difference.max()),
         n_new=n_new,
         ratio=float(run.macs_full.sum() / run.macs_cached.sum()),
-        time_ratio=float(run.seconds_full.sum() / run.seconds_cached.sum()),
+        time_ratio=float(seconds_full.sum() / seconds_cached.sum()),
         head=float(cfg.d_model * cfg.d_vocab / 1e6),
     )
 )

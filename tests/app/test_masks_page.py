@@ -9,25 +9,11 @@ import numpy as np
 import pytest
 from conftest import chart, chart_specs, messages, open_lesson, texts
 
-from models.masks import KINDS
+from models.masks import KINDS, STEPS
 
 SENTENCE = "the cat sat on the mat because it was warm"  # 10 tokens
 SECOND = "我爱你"  # 3 tokens
-STEP_CHARTS = [
-    f"mask_step_{step}"
-    for step in (
-        "x_query",
-        "hook_q",
-        "hook_k",
-        "hook_v",
-        "qk",
-        "scaled",
-        "mask",
-        "hook_attn_scores",
-        "hook_pattern",
-        "hook_z",
-    )
-]
+STEP_CHARTS = [f"mask_step_{step}" for step in STEPS]
 
 LAB_CHARTS = [
     "mask_leakage",

@@ -76,6 +76,12 @@ def test_the_cache_grows_one_row_per_step_and_holds_the_full_runs_keys(decoder):
     np.testing.assert_allclose(run.keys[-1], cache["blocks.0.attn.hook_k"][0], atol=1e-5)
 
 
+def test_every_step_is_timed_both_ways(decoder):
+    cached, full = kv_cache.step_times(decoder, kv_cache.lm_head(TINY), [1, 2, 3], n_new=5)
+    assert cached.shape == full.shape == (5,)
+    assert np.isfinite(cached).all() and (cached > 0).all() and (full > 0).all()
+
+
 def test_a_cached_step_equals_the_last_row_of_a_full_run(decoder):
     ids = [5, 6, 7, 8, 9, 10, 11]
     W_U = kv_cache.lm_head(TINY)
