@@ -79,6 +79,18 @@ def empty_cache(model: Transformer) -> Past:
     return [(empty, empty) for _ in model.blocks]
 
 
+def prefill(model: Transformer, ids: list[int]) -> Past:
+    """The cache for `ids` from one pass over all of them at once (how a prompt is read):
+    every layer's K and V, straight from the trace."""
+    if not ids:
+        return empty_cache(model)
+    _, trace = model.run_with_cache(ids)
+    return [
+        tuple(torch.from_numpy(trace[f"blocks.{layer}.attn.hook_{x}"]) for x in "kv")
+        for layer in range(model.cfg.n_layers)
+    ]
+
+
 def multiply_adds(cfg: TransformerConfig, n_rows: int, n_keys: int) -> int:
     """Multiply-adds of one step that runs `n_rows` positions against `n_keys` keys and
     turns one position into logits, counted from the shapes of its matrix products."""
@@ -116,8 +128,8 @@ def _check_lengths(model: Transformer, prompt: list[int], n_new: int) -> None:
 def generate(model: Transformer, W_U: torch.Tensor, prompt: list[int], n_new: int) -> Generation:
     """Greedy generation of `n_new` tokens both ways, side by side, step by step.
 
-    The prompt is read into the cache one token at a time (its logits are not kept);
-    each generated token is then picked from each way's own logits.
+    The prompt but its last token is read into the cache in one pass (`prefill`); each
+    step then runs one token and picks the next from each way's own logits.
     """
     _check_lengths(model, prompt, n_new)
     with single_thread():
@@ -129,9 +141,7 @@ def _generate(
 ) -> tuple[Generation, list[Past], list[int]]:
     """The generation, and what each step ran (the cache before it, the sequence) for
     timing it again."""
-    past = empty_cache(model)
-    for position, token in enumerate(prompt[:-1]):
-        _, past = cached_step(model, token, position, past, W_U)
+    past = prefill(model, prompt[:-1])
     cached_ids, full_ids = list(prompt), list(prompt)
     pasts, differences = [], []
     for _ in range(n_new):

@@ -461,8 +461,8 @@ st.subheader(t("masks.kv.title"))
 
 
 context_col, new_col, step_col = st.columns(3)
-context = linked_slider(context_col, t("masks.kv.context"), 8, 384, 192, key="kv_context")
-n_new = linked_slider(new_col, t("masks.kv.new"), 4, 64, 24, key="kv_new")
+context = linked_slider(context_col, t("masks.kv.context"), 8, 384, 128, key="kv_context")
+n_new = linked_slider(new_col, t("masks.kv.new"), 4, 64, 16, key="kv_new")
 shown_step = min(linked_slider(step_col, t("masks.kv.step"), 1, 64, 1, key="kv_step"), n_new)
 prompt = (ids * (context // n + 1))[:context]
 with st.spinner(t("masks.measuring")):

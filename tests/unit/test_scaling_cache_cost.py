@@ -76,6 +76,18 @@ def test_the_cache_grows_one_row_per_step_and_holds_the_full_runs_keys(decoder):
     np.testing.assert_allclose(run.keys[-1], cache["blocks.0.attn.hook_k"][0], atol=1e-5)
 
 
+def test_prefill_in_one_pass_equals_stepping_token_by_token(decoder):
+    ids = [4, 8, 15, 16, 23, 42]
+    W_U = kv_cache.lm_head(TINY)
+    stepped = kv_cache.empty_cache(decoder)
+    for position, token in enumerate(ids):
+        _, stepped = kv_cache.cached_step(decoder, token, position, stepped, W_U)
+    for (k, v), (k_step, v_step) in zip(kv_cache.prefill(decoder, ids), stepped, strict=True):
+        assert k.shape == (TINY.n_heads, len(ids), TINY.d_head)
+        torch.testing.assert_close(k, k_step, atol=1e-5, rtol=0)
+        torch.testing.assert_close(v, v_step, atol=1e-5, rtol=0)
+
+
 def test_every_step_is_timed_both_ways(decoder):
     cached, full = kv_cache.step_times(decoder, kv_cache.lm_head(TINY), [1, 2, 3], n_new=5)
     assert cached.shape == full.shape == (5,)
