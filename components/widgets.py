@@ -6,6 +6,7 @@ Pages import from here (never from each other) so a page draws only its own widg
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -250,27 +251,108 @@ def _data_downloads(key: str, data: dict) -> None:
         )
 
 
-@st.cache_resource(show_spinner="Loading the pretrained model…")
-def load_encoder():
+def _first_time_under_spinner(done: threading.Event, message_key: str, load):
+    """`load()` (a cached resource) under a spinner in the visitor's language the first
+    time, while it takes seconds; every later call draws no spinner at all."""
+    if done.is_set():
+        return load()
+    with st.spinner(t(message_key)):
+        value = load()
+    done.set()
+    return value
+
+
+# --- the attention lesson's models (models/catalog.py, models/hf_models.py) ---
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def model_choices() -> list:
+    """The models the operator offers (read again at most once a minute: a model copied
+    into the models folder appears without a restart)."""
+    from models.catalog import list_models
+
+    return list_models()
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def load_attention_model(key: str):
+    """One shared instance per model, only ever read (no hooks, nothing stored on it).
+    `key` is one the catalogue listed; a refused model raises ModelRefused."""
+    from models.catalog import SHIPPED_KEY, Settings, model_folder
+    from models.hf_models import AttentionModel
     from models.pretrained import PretrainedEncoder, limit_threads, settle_heap
 
     limit_threads()
-    encoder = PretrainedEncoder()
+    if key == SHIPPED_KEY:
+        model = PretrainedEncoder()
+    else:
+        choice = next(c for c in model_choices() if c.key == key)
+        settings = Settings.from_env()
+        model = AttentionModel(model_folder(choice, settings), settings.max_params)
     settle_heap()
-    return encoder
+    return model
+
+
+def load_encoder():
+    from models.catalog import SHIPPED_KEY
+
+    return load_attention_model(SHIPPED_KEY)
+
+
+@st.cache_resource(show_spinner=False, max_entries=1)
+def _cached_lineage() -> list:
+    from models.lineage import measure_all
+    from models.pretrained import limit_threads
+
+    limit_threads()
+    return measure_all()
+
+
+_lineage_measured = threading.Event()
+
+
+def lineage_measurements() -> list:
+    """The home table's measurements (models/lineage.py): made once per server, about a
+    second on two cores, then shared by every visitor."""
+    return _first_time_under_spinner(_lineage_measured, "home.measuring", _cached_lineage)
 
 
 @dataclass(frozen=True)
 class EncoderRun:
     tokenized: object
     trace: dict[str, np.ndarray]
+    special_positions: tuple[int, ...] = ()
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
+def attention_run(key: str, text: str) -> EncoderRun:
+    model = load_attention_model(key)
+    tokenized = model.tokenize(text)
+    return EncoderRun(
+        tokenized, model.run_with_cache(tokenized), model.special_positions(tokenized)
+    )
+
+
 def encoder_run(text: str) -> EncoderRun:
-    encoder = load_encoder()
-    tokenized = encoder.tokenize(text)
-    return EncoderRun(tokenized, encoder.run_with_cache(tokenized))
+    from models.catalog import SHIPPED_KEY
+
+    return attention_run(SHIPPED_KEY, text)
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def ablation_run(key: str, text: str, heads: tuple[tuple[int, int], ...]):
+    from models.ablation import ablate
+
+    model = load_attention_model(key)
+    return ablate(model, model.tokenize(text), heads)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def every_head_run(key: str, text: str) -> np.ndarray:
+    from models.ablation import every_head_effect
+
+    model = load_attention_model(key)
+    return every_head_effect(model, model.tokenize(text))
 
 
 # --- SeqLens's own small models (models/tokenizer.py, models/transformer.py) ---

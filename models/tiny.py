@@ -43,7 +43,7 @@ _WORD_TEXT = (
 WORDS = _WORD_TEXT.split()
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<s>", "</s>")
 VOCAB = {token: i for i, token in enumerate((*SPECIALS, *dict.fromkeys(WORDS)))}
-VOCAB_SIZE = 256  # room above the real vocabulary: the embedding tables are this size
+VOCAB_SIZE = len(VOCAB)
 
 # Small enough to build in well under a second each; big enough to have several layers
 # and heads. The Llama-style ones share each key/value head among 2 query heads
