@@ -49,13 +49,17 @@ def unknown_spans(tokenized: Tokenized, text: str, unknown_token: str) -> list[s
 
 def accent_changes(text: str, tokenizer) -> list[tuple[str, str]]:
     """Words the tokenizer's normaliser changes beyond lowercasing (accents stripped)."""
-    normalizer = tokenizer.backend_tokenizer.normalizer
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    normalizer = backend.normalizer if backend is not None else None
+    if normalizer is None:
+        return []
     changes = []
     for word in text.split():
-        normalised = normalizer.normalize_str(word) if normalizer else word.lower()
-        # The normaliser pads each CJK character with spaces; that changes no letter.
-        normalised = normalised.replace(" ", "")
-        if normalised != word.lower() and (word, normalised) not in changes:
+        # BERT's normaliser pads each CJK character with spaces, and SentencePiece-style
+        # ones mark spaces with ▁: neither changes a letter.
+        normalised = normalizer.normalize_str(word).replace(" ", "").replace("▁", "")
+        # Cased models keep the case; uncased ones only lowercase: neither is a change here.
+        if normalised not in (word, word.lower()) and (word, normalised) not in changes:
             changes.append((word, normalised))
     return changes
 
