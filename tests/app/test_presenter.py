@@ -7,22 +7,13 @@ browser (tests/e2e/test_classroom.py); here: state, the style sheet, the link's 
 from __future__ import annotations
 
 import pytest
-from conftest import APP_TIMEOUT, ROOT, chart_specs, messages, open_lesson
+from conftest import chart_specs, messages, open_home, open_lesson
 from streamlit.testing.v1 import AppTest
 
 from components.frame import LAYOUT_CSS, PRESENTER_CSS
 
 TOGGLE = "_present_toggle"
 PRESENTER_RULE = PRESENTER_CSS.read_text(encoding="utf-8").split("*/")[0]
-
-
-def open_home(**query: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT)
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def style_sheets(at: AppTest) -> list[str]:
