@@ -145,3 +145,16 @@ def test_the_model_choice_speaks_chinese():
     assert any(m.startswith("分组查询注意力") for m in messages(at))
     assert at.selectbox(key="model").value == "folder:tiny-llama"
     assert "模型文件夹" in at.selectbox(key="model").options[3]
+
+
+def test_models_over_the_operators_parameter_limit_are_listed_with_the_reason(monkeypatch):
+    monkeypatch.setenv("SEQLENS_MAX_PARAMS", "20k")
+    model_choices.clear()
+    at = open_lesson("heads", SENTENCE, model="folder:tiny-gpt2")
+    assert not at.exception
+    # Every tiny model has 25–35 thousand parameters: all refused. MiniLM ships with
+    # SeqLens and stays on offer, so a link to a refused model falls back to it.
+    assert [o.split(" · ")[0] for o in at.selectbox(key="model").options] == ["all-MiniLM-L6-v2"]
+    assert at.selectbox(key="model").value == "all-MiniLM-L6-v2"
+    refused = [text for text in texts(at) if "over this server's limit of 20.0 k" in text]
+    assert [text.split(":")[0] for text in refused] == ["tiny-bert", "tiny-gpt2", "tiny-llama"]

@@ -170,7 +170,7 @@ def test_a_folder_with_only_a_pickle_checkpoint_is_refused(tiny_models_dir, tmp_
     assert "pytorch_model.bin" in refused.value.params["files"]
     with pytest.raises(ModelRefused, match="pickle_only"):
         AttentionModel(folder)
-    [choice] = [c for c in list_models(Settings(models_dir=tmp_path, use_cache=False))[1:]]
+    [choice] = list_models(Settings(models_dir=tmp_path, use_cache=False))[1:]
     assert choice.refused == "pickle_only" and not choice.offered
     with pytest.raises(ModelRefused, match="pickle_only"):
         model_folder(choice, Settings(models_dir=tmp_path))
