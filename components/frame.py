@@ -17,7 +17,7 @@ import streamlit as st
 
 from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, set_language, t
 from components.lessons import LESSONS
-from components.widgets import SENTENCE_KEY, sentence_box
+from components.widgets import SENTENCE_KEY, image_format_choice, sentence_box
 
 _run = threading.local()
 
@@ -122,6 +122,7 @@ def run_app() -> None:
     heading.title(t("app.title"))
     heading.caption(t("app.tagline"))
     sentence_box(page.url_path)
+    image_format_choice()
     _run.inside = True
     try:
         page.run()

@@ -18,3 +18,15 @@ def token_labels(tokens: Sequence[str]) -> list[str]:
 
 def head_label(layer: int, head: int) -> str:
     return f"L{layer} H{head}"
+
+
+# Every ASCII punctuation character may be backslash-escaped in CommonMark, and then
+# stands for itself: no emphasis, link, image, HTML, math ($), directive (:red[…]) or
+# emoji shortcode (:smile:) can form. Backslash itself is in the set.
+_MARKDOWN_SPECIAL = frozenset(r"""!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~""")
+
+
+def markdown_literal(text: str) -> str:
+    """Text that st.markdown / st.caption show exactly as written, on one line."""
+    flat = " ".join(str(text).split())
+    return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in flat)

@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from components.export import to_csv, to_json
 from components.i18n import LANGUAGES, t, using_language
+from components.labels import markdown_literal
 from models.inputs import (
     Note,
     PreparedText,
@@ -189,31 +191,138 @@ def linked_multiselect(
     return value
 
 
-def show_chart(fig, key: str | None = None) -> None:
-    st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key, theme=None)
+IMAGE_FORMAT_KEY = "image_format"
+IMAGE_FORMATS = ("png", "svg")
 
 
-@st.cache_resource(show_spinner="Loading the pretrained model…")
-def load_encoder():
+def chart_config() -> dict:
+    """The chart toolbar's camera button saves in the format chosen in the sidebar."""
+    image_format = st.session_state.get(IMAGE_FORMAT_KEY) or "png"
+    options = {**PLOTLY_CONFIG["toImageButtonOptions"], "format": image_format}
+    return {**PLOTLY_CONFIG, "toImageButtonOptions": options}
+
+
+def image_format_choice() -> None:
+    st.sidebar.segmented_control(
+        t("app.image_format"),
+        IMAGE_FORMATS,
+        format_func=str.upper,
+        default="png",
+        required=True,
+        key=IMAGE_FORMAT_KEY,
+        help=t("app.image_format_help"),
+    )
+
+
+def show_chart(fig, key: str, *, summary: str | None = None, data: dict | None = None) -> None:
+    """A chart, the one line that says what it shows, and its numbers to download.
+
+    `summary` is computed by the page from the numbers drawn (screen readers read it,
+    and it stays legible on a projector); it may quote the visitor's tokens, so it is
+    written as literal text. `data` is only turned into files when a button is clicked.
+    """
+    st.plotly_chart(fig, config=chart_config(), key=key, theme=None)
+    if summary is None and data is None:
+        return
+    with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+        if summary is not None:
+            st.caption(markdown_literal(summary), width="stretch")
+        if data is not None:
+            _data_downloads(key, data)
+
+
+def _data_downloads(key: str, data: dict) -> None:
+    for extension, convert, mime in (
+        ("csv", to_csv, "text/csv"),
+        ("json", to_json, "application/json"),
+    ):
+        st.download_button(
+            extension.upper(),
+            data=lambda convert=convert: convert(data),
+            file_name=f"seqlens-{key}.{extension}",
+            mime=mime,
+            key=f"{key}.{extension}",
+            on_click="ignore",
+            icon=":material/download:",
+            help=t("app.download_data_help"),
+            type="tertiary",
+            width="content",
+        )
+
+
+# --- the attention lesson's models (models/catalog.py, models/hf_models.py) ---
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def model_choices() -> list:
+    """The models the operator offers (read again at most once a minute: a model copied
+    into the models folder appears without a restart)."""
+    from models.catalog import list_models
+
+    return list_models()
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def load_attention_model(key: str):
+    """One shared instance per model, only ever read (no hooks, nothing stored on it).
+    `key` is one the catalogue listed; a refused model raises ModelRefused."""
+    from models.catalog import SHIPPED_KEY, Settings, model_folder
+    from models.hf_models import AttentionModel
     from models.pretrained import PretrainedEncoder, limit_threads, settle_heap
 
     limit_threads()
-    encoder = PretrainedEncoder()
+    if key == SHIPPED_KEY:
+        model = PretrainedEncoder()
+    else:
+        choice = next(c for c in model_choices() if c.key == key)
+        settings = Settings.from_env()
+        model = AttentionModel(model_folder(choice, settings), settings.max_params)
     settle_heap()
-    return encoder
+    return model
+
+
+def load_encoder():
+    from models.catalog import SHIPPED_KEY
+
+    return load_attention_model(SHIPPED_KEY)
 
 
 @dataclass(frozen=True)
 class EncoderRun:
     tokenized: object
     trace: dict[str, np.ndarray]
+    special_positions: tuple[int, ...] = ()
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
+def attention_run(key: str, text: str) -> EncoderRun:
+    model = load_attention_model(key)
+    tokenized = model.tokenize(text)
+    return EncoderRun(
+        tokenized, model.run_with_cache(tokenized), model.special_positions(tokenized)
+    )
+
+
 def encoder_run(text: str) -> EncoderRun:
-    encoder = load_encoder()
-    tokenized = encoder.tokenize(text)
-    return EncoderRun(tokenized, encoder.run_with_cache(tokenized))
+    from models.catalog import SHIPPED_KEY
+
+    return attention_run(SHIPPED_KEY, text)
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def ablation_run(key: str, text: str, heads: tuple[tuple[int, int], ...]):
+    from models.ablation import ablate
+
+    model = load_attention_model(key)
+    return ablate(model, model.tokenize(text), heads)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def every_head_run(key: str, text: str) -> np.ndarray:
+    from models.ablation import every_head_effect
+
+    model = load_attention_model(key)
+    return every_head_effect(model, model.tokenize(text))
 
 
 # --- SeqLens's own small models (models/tokenizer.py, models/transformer.py) ---

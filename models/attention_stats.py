@@ -70,3 +70,25 @@ def strongest_head_for_query(
         return None
     layer, head, key = np.unravel_index(int(np.argmax(rows)), rows.shape)
     return int(layer), int(head), int(key), float(patterns[layer, head, query_pos, key])
+
+
+def attention_rollout(patterns: np.ndarray, residual: float = 0.5) -> np.ndarray:
+    """Attention rollout (Abnar & Zuidema, 2020) through each layer: `[layer, query, key]`.
+
+    Each layer's heads are averaged, the residual connection is modelled as attending to
+    oneself (`residual·I + (1 − residual)·A`), and the layers are multiplied in order:
+    row q of the result at layer l says how token q's position at the output of layer l
+    would mix the input tokens if every layer only ever mixed its inputs linearly by
+    these weights. It ignores the values, W_O, the MLPs and the norms, so it is a rough
+    picture of information flow, not an explanation of a prediction.
+    """
+    n = patterns.shape[-1]
+    eye = np.eye(n)
+    rollout = eye
+    stages = []
+    for layer_patterns in patterns.astype(np.float64):
+        mixed = residual * eye + (1.0 - residual) * layer_patterns.mean(axis=0)
+        mixed /= mixed.sum(axis=-1, keepdims=True)
+        rollout = mixed @ rollout
+        stages.append(rollout)
+    return np.stack(stages)

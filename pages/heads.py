@@ -1,8 +1,15 @@
-"""Lesson: every attention head of a pretrained encoder, on the visitor's sentence."""
+"""Lesson: every attention head of a pretrained model, on the visitor's sentence.
+
+The model is all-MiniLM-L6-v2 unless the visitor picks another one the server's operator
+offers (models/catalog.py). Below the heads: switching heads off, and attention rollout.
+"""
+
+import logging
 
 import numpy as np
 import streamlit as st
 
+from components.ablation import next_token_figure, token_similarity_figure
 from components.attention import (
     all_heads_figure,
     head_heatmap,
@@ -11,18 +18,41 @@ from components.attention import (
 )
 from components.frame import enter_lesson
 from components.i18n import t
-from components.labels import token_labels
+from components.labels import escape_label, head_label, markdown_literal, token_labels
 from components.widgets import (
-    encoder_run,
+    ablation_run,
+    attention_run,
+    every_head_run,
+    linked_multiselect,
     linked_selectbox,
-    load_encoder,
+    linked_slider,
+    load_attention_model,
+    model_choices,
     sentence_or_stop,
     show_chart,
     show_notes,
 )
-from models.attention_stats import head_statistics, strongest_head_for_query, strongest_link
+from models.attention_stats import (
+    attention_rollout,
+    head_statistics,
+    strongest_head_for_query,
+    strongest_link,
+)
+from models.catalog import SHIPPED_KEY
 from models.inputs import Note, tokenization_notes
-from models.pretrained import MAX_TOKENS, MODEL_NAME, accent_changes, stack_patterns, unknown_spans
+from models.model_files import ModelRefused
+from models.pretrained import MAX_TOKENS, accent_changes, stack_patterns, unknown_spans
+
+FAMILIES = {
+    "bert": "BERT",
+    "roberta": "RoBERTa",
+    "xlm-roberta": "XLM-RoBERTa",
+    "gpt2": "GPT-2",
+    "llama": "Llama",
+    "mistral": "Mistral",
+}
+# Controls whose options depend on the model: a new model starts them from their defaults.
+MODEL_BOUND_KEYS = ("layer", "head", "token", "ablate", "rollout_layer")
 
 
 def select_head(layer: int, head: int) -> None:
@@ -30,24 +60,116 @@ def select_head(layer: int, head: int) -> None:
     st.session_state["head"] = head
 
 
-enter_lesson()
-encoder = load_encoder()
-cfg = encoder.cfg
-st.header(t("heads.title"))
-st.caption(
-    t(
-        "heads.intro",
-        model=MODEL_NAME,
-        n_layers=cfg.n_layers,
-        n_heads=cfg.n_heads,
-        d_model=cfg.d_model,
-        d_head=cfg.d_head,
+def count_text(n: int) -> str:
+    for size, suffix in ((10**9, "B"), (10**6, "M"), (10**3, "k")):
+        if n >= size:
+            return f"{n / size:.1f} {suffix}"
+    return str(n)
+
+
+def model_label(choice) -> str:
+    return t(
+        "heads.model_option",
+        name=choice.name,
+        family=FAMILIES.get(choice.model_type, choice.model_type),
+        params=count_text(choice.n_params) if choice.n_params else "?",
+        source=t(f"heads.source.{choice.source}"),
     )
-)
+
+
+def refusal_text(code: str, params: dict) -> str:
+    if "n_params" in params:
+        params = {**params, "n_params": count_text(params["n_params"])}
+        params["limit"] = count_text(params["limit"])
+    return t(f"heads.refused.{code}", **params)
+
+
+def choose_model() -> str:
+    """The model picker: only models the operator offers; the others, with why not."""
+    choices = model_choices()
+    offered = {c.key: c for c in choices if c.offered}
+    key = linked_selectbox(
+        st,
+        t("heads.model"),
+        list(offered),
+        SHIPPED_KEY,
+        key="model",
+        format_func=lambda k: model_label(offered[k]),
+    )
+    refused = [c for c in choices if not c.offered]
+    if refused:
+        with st.expander(t("heads.refused_title", n=len(refused))):
+            for choice in refused:
+                st.text(f"{choice.name}: {refusal_text(choice.refused, choice.refused_params)}")
+    # Another model has other layers, heads and tokens: its controls start afresh.
+    if st.session_state.get("_heads_model", key) != key:
+        for name in MODEL_BOUND_KEYS:
+            st.session_state.pop(name, None)
+    st.session_state["_heads_model"] = key
+    return key
+
+
+def load_or_stop(key: str):
+    try:
+        with st.spinner(t("heads.loading")):
+            return load_attention_model(key)
+    except ModelRefused as refusal:
+        # The reason may quote the operator's files (names, model type): shown literally.
+        st.error(markdown_literal(refusal_text(refusal.code, refusal.params)))
+    except Exception:  # noqa: BLE001  (broken files: say so; the log keeps the details)
+        logging.getLogger(__name__).exception("model %s failed to load", key)
+        st.error(t("heads.load_failed"))
+    st.stop()
+
+
+def vocab_token(token_id) -> str:
+    """A vocabulary entry by id; ids the tokenizer never produces are named by number."""
+    token = encoder.tokenizer.convert_ids_to_tokens(int(token_id))
+    return token if token else f"#{int(token_id)}"
+
+
+def intro(cfg, key: str, name: str) -> None:
+    sizes = dict(n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_model=cfg.d_model, d_head=cfg.d_head)
+    family = FAMILIES.get(cfg.model_type, cfg.model_type)
+    if key == SHIPPED_KEY:
+        st.caption(t("heads.intro", model=name, **sizes))
+    elif cfg.causal:
+        st.caption(t("heads.intro_decoder", model=name, family=family, **sizes))
+    else:
+        st.caption(t("heads.intro_encoder", model=name, family=family, **sizes))
+    if cfg.causal:
+        st.info(t("heads.causal"))
+    if cfg.n_kv_heads < cfg.n_heads:
+        groups = ", ".join(
+            f"H{g * cfg.group_size}–H{(g + 1) * cfg.group_size - 1} → KV{g}"
+            for g in range(cfg.n_kv_heads)
+        )
+        st.info(
+            t(
+                "heads.gqa",
+                n_heads=cfg.n_heads,
+                n_kv_heads=cfg.n_kv_heads,
+                group=cfg.group_size,
+                groups=groups,
+            )
+        )
+
+
+enter_lesson()
+st.header(t("heads.title"))
+model_key = choose_model()
+encoder = load_or_stop(model_key)
+cfg = encoder.cfg
+model_name = next(c.name for c in model_choices() if c.key == model_key)
+intro(cfg, model_key, model_name)
 
 sentence = sentence_or_stop()
 
-run = encoder_run(sentence.text)
+try:
+    run = attention_run(model_key, sentence.text)
+except ModelRefused as refusal:  # a model that returns no attention weights
+    st.error(markdown_literal(refusal_text(refusal.code, refusal.params)))
+    st.stop()
 tokens = list(run.trace["tokens"])
 tokenized_notes = tokenization_notes(
     len(tokens),
@@ -70,14 +192,17 @@ stats = head_statistics(patterns)
 n_layers, n_heads = patterns.shape[:2]
 
 pick_layer, pick_head = st.columns(2)
-# Opens on layer 3, head 1: on the default sentence it links "it" to "animal".
-layer = linked_selectbox(pick_layer, t("heads.layer"), range(n_layers), 3, key="layer")
-head = linked_selectbox(pick_head, t("heads.head"), range(n_heads), 1, key="head")
+# Opens on layer 3, head 1: on the default sentence MiniLM links "it" to "animal" there.
+layer = linked_selectbox(
+    pick_layer, t("heads.layer"), range(n_layers), min(3, n_layers - 1), key="layer"
+)
+head = linked_selectbox(pick_head, t("heads.head"), range(n_heads), min(1, n_heads - 1), key="head")
+kv_suffix = (lambda h: t("heads.kv_of", kv=cfg.kv_head(h))) if cfg.n_kv_heads < cfg.n_heads else str
 
 hover = [
     [
         t(
-            "heads.all_hover",
+            "heads.all_hover_decoder" if cfg.causal else "heads.all_hover",
             layer=la,
             head=h,
             entropy=stats["entropy"][la, h],
@@ -85,6 +210,7 @@ hover = [
             cls=stats["cls"][la, h],
             sep=stats["sep"][la, h],
         )
+        + ("" if cfg.n_kv_heads == cfg.n_heads else f"<br>{kv_suffix(h)}")
         for h in range(n_heads)
     ]
     for la in range(n_layers)
@@ -102,10 +228,13 @@ show_chart(
 )
 st.caption(t("heads.all_caption"))
 
-specials = (0, len(tokens) - 1)
+# Special tokens ([CLS], [SEP], <s>) are skipped when looking for a strongest link.
+specials = run.special_positions
 one, focus = st.columns(2)
 with one:
     st.subheader(t("heads.one_title", layer=layer, head=head))
+    if cfg.n_kv_heads < cfg.n_heads:
+        st.caption(kv_suffix(head))
     pattern = patterns[layer, head]
     show_chart(
         head_heatmap(
@@ -126,7 +255,8 @@ with one:
 
 with focus:
     st.subheader(t("heads.focus_title"))
-    default_query = tokens.index("it") if "it" in tokens else min(1, len(tokens) - 1)
+    words = [token.lstrip("Ġ▁").lower() for token in tokens]
+    default_query = words.index("it") if "it" in words else min(1, len(tokens) - 1)
     # A new sentence starts again from its default token; a link restores its own.
     if st.session_state.get("_focus_tokens", tokens) != tokens:
         st.session_state["token"] = default_query
@@ -147,7 +277,7 @@ with focus:
     )
     st.caption(t("heads.focus_caption", count=n_layers * n_heads))
     # Neighbours are skipped too: many heads just look one token back or ahead.
-    neighbours = tuple(k for k in (query - 1, query + 1) if 0 < k < len(tokens) - 1)
+    neighbours = tuple(k for k in (query - 1, query + 1) if 0 <= k < len(tokens))
     best = strongest_head_for_query(patterns, query, (*specials, *neighbours))
     if best is not None:
         best_layer, best_head, best_key, best_w = best
@@ -168,15 +298,138 @@ with focus:
         )
 
 st.subheader(t("heads.summary_title"))
-stat_names = ("entropy", "distance", "cls", "sep")
+# A decoder's last token is seen by the last query alone: only the first token can be a sink.
+stat_names = ("entropy", "distance", "cls") if cfg.causal else ("entropy", "distance", "cls", "sep")
+stat_titles = {name: t(f"heads.stat.{name}") for name in stat_names}
+if cfg.causal:
+    stat_titles["cls"] = t("heads.stat.first")
 show_chart(
     head_summary_figure(
         {name: stats[name] for name in stat_names},
-        titles={name: t(f"heads.stat.{name}") for name in stat_names},
+        titles=stat_titles,
         formats={"entropy": ".2f", "distance": ".1f", "cls": ".0%", "sep": ".0%"},
     ),
     key="summary",
 )
 st.caption(t("heads.summary_caption", max_entropy=float(np.log2(len(tokens)))))
-n_sink = int(((stats["cls"] + stats["sep"]) > 0.5).sum())
-st.info(t("heads.sinks", n_sink=n_sink, n_total=n_layers * n_heads))
+if cfg.causal:
+    n_sink = int((stats["cls"] > 0.5).sum())
+    st.info(t("heads.sinks_decoder", n_sink=n_sink, n_total=n_layers * n_heads))
+else:
+    n_sink = int(((stats["cls"] + stats["sep"]) > 0.5).sum())
+    st.info(t("heads.sinks", n_sink=n_sink, n_total=n_layers * n_heads))
+
+# --- switching heads off ----------------------------------------------------------------
+st.subheader(t("heads.ablate_title"))
+st.caption(t("heads.ablate_intro_decoder" if cfg.causal else "heads.ablate_intro"))
+all_heads = list(range(n_layers * n_heads))
+switched_off = linked_multiselect(
+    st,
+    t("heads.ablate_heads"),
+    all_heads,
+    [],
+    key="ablate",
+    max_selections=len(all_heads),
+    format_func=lambda i: head_label(*divmod(i, n_heads)),
+)
+heads_off = tuple(divmod(i, n_heads) for i in sorted(switched_off))
+change = ablation_run(model_key, sentence.text, heads_off)
+if not heads_off:
+    st.info(t("heads.ablate_none"))
+elif cfg.causal:
+    top_before, top_after = vocab_token(change.top_before), vocab_token(change.top_after)
+    shown = [escape_label(vocab_token(i)) for i in change.token_ids]
+    show_chart(
+        next_token_figure(
+            shown,
+            change.before,
+            change.after,
+            before_name=t("heads.ablate_before"),
+            after_name=t("heads.ablate_after", n=len(heads_off)),
+            probability_title=t("heads.ablate_probability"),
+        ),
+        key="ablate_next",
+        summary=t(
+            "heads.ablate_next_summary",
+            before=top_before,
+            p_before=float(change.before[0]),
+            after=top_after,
+            kl=change.kl,
+        ),
+        data={
+            "token": [str(x) for x in shown],
+            "probability_all_heads": change.before,
+            "probability_heads_off": change.after,
+        },
+    )
+else:
+    token_cosine = np.clip(change.token_cosine, -1.0, 1.0)
+    st.metric(t("heads.ablate_cosine"), f"{min(change.cosine, 1.0):.5f}")
+    least = int(np.argmin(token_cosine))
+    show_chart(
+        token_similarity_figure(labels, token_cosine, t("heads.ablate_similarity")),
+        key="ablate_tokens",
+        summary=t(
+            "heads.ablate_tokens_summary",
+            cosine=min(change.cosine, 1.0),
+            token=tokens[least],
+            least=float(token_cosine[least]),
+        ),
+        data={"token": labels, "cosine_similarity": token_cosine},
+    )
+
+effects = every_head_run(model_key, sentence.text)
+effect_name = "kl" if cfg.causal else "distance"
+strongest = np.unravel_index(int(np.argmax(effects)), effects.shape)
+show_chart(
+    head_summary_figure(
+        {effect_name: effects},
+        titles={effect_name: t(f"heads.effect.{effect_name}")},
+        formats={effect_name: ".3f" if cfg.causal else ".4f"},
+    ),
+    key="every_head_effect",
+    summary=t(
+        "heads.effect_summary",
+        layer=int(strongest[0]),
+        head=int(strongest[1]),
+        value=float(effects[strongest]),
+        median=float(np.median(effects)),
+    ),
+    data={
+        "layer": np.repeat(np.arange(n_layers), n_heads),
+        "head": np.tile(np.arange(n_heads), n_layers),
+        effect_name: effects.reshape(-1),
+    },
+)
+st.caption(t("heads.effect_caption"))
+
+# --- attention rollout -------------------------------------------------------------------
+st.subheader(t("heads.rollout_title"))
+rollout = attention_rollout(patterns)
+through = (
+    linked_slider(st, t("heads.rollout_layer"), 0, n_layers - 1, n_layers - 1, key="rollout_layer")
+    if n_layers > 1
+    else 0
+)
+flow = rollout[through]
+q_best, k_best, _ = strongest_link(flow, ignore=specials) or (0, 0, 0.0)
+show_chart(
+    head_heatmap(
+        flow,
+        labels,
+        query_title=t("heads.query"),
+        key_title=t("heads.rollout_input"),
+        weight_title=t("heads.rollout_share"),
+    ),
+    key="rollout",
+    summary=t(
+        "heads.rollout_summary",
+        layer=through,
+        query=tokens[q_best],
+        key=tokens[k_best],
+        share=float(flow[q_best, k_best]),
+    ),
+    data={"query": labels, **{label: flow[:, i] for i, label in enumerate(labels)}},
+)
+st.caption(t("heads.rollout_caption", layer=through))
+st.warning(t("heads.rollout_caveat"))

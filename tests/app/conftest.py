@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -52,3 +54,15 @@ def chart(at: AppTest, key: str) -> dict:
         if el.proto.id.endswith(f"-{key}"):
             return json.loads(el.proto.spec)
     raise AssertionError(f"no chart with key {key!r}")
+
+
+def plotly_array(value) -> np.ndarray:
+    """A plotly array as sent to the browser: a list, or base64 `bdata` with a dtype."""
+    if isinstance(value, dict) and "bdata" in value:
+        data = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        if "shape" in value:
+            shape = value["shape"]
+            shape = [int(n) for n in shape.split(",")] if isinstance(shape, str) else shape
+            data = data.reshape(shape)
+        return data
+    return np.asarray(value, dtype=np.float64)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import base64
-
 import numpy as np
 import pytest
-from conftest import chart, chart_specs, messages, open_lesson, texts
+from conftest import chart, chart_specs, messages, open_lesson, plotly_array, texts
 
 from models import gradient_flow as gf
 from models.recurrent import Recurrent, RecurrentConfig
@@ -28,16 +26,7 @@ def _no_failure(at) -> None:
     assert not any(m.startswith("Something went wrong") for m in messages(at))
 
 
-def _array(value) -> np.ndarray:
-    """A plotly array as sent to the browser: a list, or base64 `bdata` with a dtype."""
-    if isinstance(value, dict) and "bdata" in value:
-        data = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        if "shape" in value:
-            shape = value["shape"]
-            shape = [int(n) for n in shape.split(",")] if isinstance(shape, str) else shape
-            data = data.reshape(shape)
-        return data
-    return np.asarray(value, dtype=np.float64)
+_array = plotly_array
 
 
 def _all_finite(node) -> bool:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from models.attention_stats import (
+    attention_rollout,
     entropy_bits,
     head_statistics,
     mean_distance,
@@ -182,3 +183,29 @@ def test_head_statistics_on_a_dirichlet_stack(make_patterns):
     assert np.all(stats["entropy"] >= 0) and np.all(stats["entropy"] <= math.log2(n) + 1e-9)
     assert np.all(stats["distance"] >= 0) and np.all(stats["distance"] <= n - 1)
     assert np.all(stats["cls"] + stats["sep"] <= 1 + 1e-9)
+
+
+def test_rollout_of_attention_to_oneself_is_the_identity():
+    eye = np.broadcast_to(np.eye(5), (3, 4, 5, 5))
+    np.testing.assert_allclose(attention_rollout(eye), np.broadcast_to(np.eye(5), (3, 5, 5)))
+
+
+def test_rollout_of_one_layer_is_half_its_mean_pattern_plus_half_the_identity(make_patterns):
+    patterns = make_patterns(1, 3, 6)
+    expected = 0.5 * np.eye(6) + 0.5 * patterns[0].astype(np.float64).mean(0)
+    np.testing.assert_allclose(attention_rollout(patterns)[0], expected, atol=1e-12)
+
+
+def test_rollout_multiplies_later_layers_on_the_left(make_patterns):
+    patterns = make_patterns(4, 2, 5)
+    mixed = [0.5 * np.eye(5) + 0.5 * p.astype(np.float64).mean(0) for p in patterns]
+    rollout = attention_rollout(patterns)
+    np.testing.assert_allclose(rollout[-1], np.linalg.multi_dot(mixed[::-1]), atol=1e-12)
+    np.testing.assert_allclose(rollout.sum(-1), 1.0, atol=1e-12)
+
+
+def test_rollout_of_causal_patterns_never_reaches_later_tokens(make_patterns):
+    patterns = np.tril(make_patterns(3, 2, 6))
+    patterns /= patterns.sum(-1, keepdims=True)
+    rollout = attention_rollout(patterns)
+    assert np.all(rollout[:, np.triu(np.ones((6, 6), dtype=bool), k=1)] == 0.0)

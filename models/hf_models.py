@@ -1,0 +1,250 @@
+"""Hugging Face encoders and decoders whose attention heads the lesson shows, and ablates.
+
+Any BERT-, RoBERTa-, GPT-2- or Llama-style model folder (config.json, safetensors weights,
+a tokenizer) is loaded the same way: safetensors only, no remote code, eager attention
+(the fused kernels return no weights). One instance is shared by every visitor, so it is
+only ever read: inference mode, no hooks of ours, nothing stored on it, its config never
+changed.
+
+Switching heads off must not touch that shared instance either. Each attention layer
+asks transformers' attention-function registry for its implementation by name; the
+models are loaded under our own name, `ABLATABLE_EAGER`, which runs the model's own
+eager attention unchanged and then multiplies each head's output (z, before W_O) by a
+per-call factor passed as a keyword argument of the forward call. Without that argument
+the result is exactly transformers' eager attention.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+# isort: off
+from models import offline  # noqa: F401  (sets the hub switches before transformers loads)
+from transformers import (
+    AttentionInterface,
+    AutoConfig,
+    AutoModel,
+    AutoModelForCausalLM,
+    AutoTokenizer,
+)
+from transformers.masking_utils import AttentionMaskInterface, eager_mask
+from transformers.utils import logging as hf_logging
+# isort: on
+
+from models.inputs import Tokenized
+from models.model_files import ARCHITECTURES, ModelRefused, check_folder
+
+# The page caps the tokens it draws (special tokens included). 128 keeps every chart live.
+MAX_TOKENS = 128
+ABLATABLE_EAGER = "seqlens_eager"
+# Keyword argument of a forward call: float tensor [batch, n_layers, n_heads], 1 keeps a
+# head's output and 0 switches it off. transformers hands unknown keyword arguments down
+# to the attention function, untouched.
+HEAD_KEEP = "seqlens_head_keep"
+
+_EAGER_BY_CLASS: dict[type, Callable] = {}
+
+
+def _model_eager_attention(module: torch.nn.Module) -> Callable:
+    """The eager attention function written in the module's own modeling file."""
+    cls = type(module)
+    if cls not in _EAGER_BY_CLASS:
+        found = getattr(sys.modules[cls.__module__], "eager_attention_forward", None)
+        if found is None:
+            raise NoAttentionWeights(cls.__name__)
+        _EAGER_BY_CLASS[cls] = found
+    return _EAGER_BY_CLASS[cls]
+
+
+def _eager_with_head_keep(module, query, key, value, attention_mask, **kwargs):
+    keep = kwargs.pop(HEAD_KEEP, None)
+    z, weights = _model_eager_attention(module)(module, query, key, value, attention_mask, **kwargs)
+    if keep is not None:
+        # z is [batch, query_pos, head, d_head]: the heads' outputs before W_O mixes them.
+        factor = keep[:, module.layer_idx].to(z.dtype)
+        z = z * factor[:, None, :, None]
+    return z, weights
+
+
+AttentionInterface.register(ABLATABLE_EAGER, _eager_with_head_keep)
+AttentionMaskInterface.register(ABLATABLE_EAGER, eager_mask)
+
+
+class NoAttentionWeights(ModelRefused):
+    def __init__(self, where: str = ""):
+        super().__init__("no_attention", where=where)
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """TransformerLens names for the shape of the model, plus what the lesson must know."""
+
+    n_layers: int
+    n_heads: int
+    d_model: int
+    d_head: int
+    n_ctx: int
+    d_vocab: int
+    # Grouped-query attention: n_heads query heads share n_kv_heads key/value heads.
+    n_kv_heads: int
+    causal: bool
+    model_type: str
+
+    @property
+    def group_size(self) -> int:
+        return self.n_heads // self.n_kv_heads
+
+    def kv_head(self, head: int) -> int:
+        """The key/value head query head `head` reads (transformers' repeat_kv order)."""
+        return head // self.group_size
+
+
+def _n_ctx(c) -> int:
+    n = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None) or 512
+    # RoBERTa counts the padding offset in its table: two positions are never used.
+    return n - 2 if c.model_type in ("roberta", "xlm-roberta") else n
+
+
+def attention_config(c) -> AttentionConfig:
+    n_heads = c.num_attention_heads
+    return AttentionConfig(
+        n_layers=c.num_hidden_layers,
+        n_heads=n_heads,
+        d_model=c.hidden_size,
+        d_head=getattr(c, "head_dim", None) or c.hidden_size // n_heads,
+        n_ctx=_n_ctx(c),
+        d_vocab=c.vocab_size,
+        n_kv_heads=getattr(c, "num_key_value_heads", None) or n_heads,
+        causal=ARCHITECTURES[c.model_type] == "decoder",
+        model_type=c.model_type,
+    )
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """What one forward pass gives the lesson: per layer attention, the hidden states, and
+    the output the ablation compares (next-token logits or the sentence embedding)."""
+
+    attentions: tuple[torch.Tensor, ...]
+    hidden_states: tuple[torch.Tensor, ...]
+    # Decoders: logits of the token after the last one [batch, vocab]. Encoders: None.
+    next_logits: torch.Tensor | None
+    # Encoders: the last layer's output [batch, pos, d_model]. Decoders: None.
+    last_hidden: torch.Tensor | None
+
+
+class AttentionModel:
+    """A Hugging Face model read through its tokenizer and its attention weights."""
+
+    def __init__(self, path: Path, max_params: int | None = None):
+        path = Path(path)
+        check_folder(path, max_params)
+        hf_logging.set_verbosity_error()
+        config = AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+        self.cfg = attention_config(config)
+        self.tokenizer = AutoTokenizer.from_pretrained(
+            path, local_files_only=True, trust_remote_code=False
+        )
+        model_class = AutoModelForCausalLM if self.cfg.causal else AutoModel
+        self.model = model_class.from_pretrained(
+            path,
+            attn_implementation=ABLATABLE_EAGER,
+            use_safetensors=True,
+            trust_remote_code=False,
+            local_files_only=True,
+            dtype=torch.float32,
+        )
+        self.model.eval().requires_grad_(False)
+        self.n_params = sum(p.numel() for p in self.model.parameters())
+        self.special_tokens = tuple(self.tokenizer.all_special_tokens)
+        self.special_ids = frozenset(self.tokenizer.all_special_ids)
+        self.unknown_token = self.tokenizer.unk_token
+
+    # --- text in ------------------------------------------------------------------
+
+    def tokenize(self, text: str, max_tokens: int = MAX_TOKENS) -> Tokenized:
+        try:
+            enc = self.tokenizer(text, return_offsets_mapping=True, add_special_tokens=True)
+            offsets = [tuple(o) for o in enc["offset_mapping"]]
+        except NotImplementedError:  # a slow tokenizer knows no offsets
+            enc = self.tokenizer(text, add_special_tokens=True)
+            offsets = [(0, 0)] * len(enc["input_ids"])
+        ids = list(enc["input_ids"])
+        n_before = len(ids)
+        cap = max(2, min(max_tokens, self.cfg.n_ctx))
+        if n_before > cap:
+            # Keep the first tokens; a closing special token ([SEP]) stays the last.
+            tail = 1 if ids[-1] in self.special_ids else 0
+            ids = ids[: cap - tail] + ids[n_before - tail :]
+            offsets = offsets[: cap - tail] + offsets[n_before - tail :]
+        return Tokenized(
+            ids=tuple(ids),
+            tokens=tuple(self.tokenizer.convert_ids_to_tokens(ids)),
+            offsets=tuple(offsets),
+            n_tokens_before_cap=n_before,
+        )
+
+    def special_positions(self, tokenized: Tokenized) -> tuple[int, ...]:
+        return tuple(i for i, token_id in enumerate(tokenized.ids) if token_id in self.special_ids)
+
+    # --- forward passes -------------------------------------------------------------
+
+    def forward(
+        self, ids: Iterable[int], keep: torch.Tensor | None = None, hidden: bool = True
+    ) -> Outputs:
+        """One pass over `ids`, repeated over the batch of `keep` ([batch, layer, head])."""
+        input_ids = torch.tensor([list(ids)])
+        kwargs = {}
+        if keep is not None:
+            input_ids = input_ids.expand(keep.shape[0], -1)
+            kwargs[HEAD_KEEP] = keep
+        if self.cfg.causal:
+            kwargs["logits_to_keep"] = 1
+        with torch.inference_mode():
+            out = self.model(
+                input_ids=input_ids,
+                attention_mask=torch.ones_like(input_ids),
+                output_attentions=True,
+                output_hidden_states=hidden,
+                **kwargs,
+            )
+        if not out.attentions or any(a is None for a in out.attentions):
+            raise NoAttentionWeights(type(self.model).__name__)
+        if self.cfg.causal:
+            logits, last = out.logits[:, -1], None
+        else:
+            logits, last = None, out.last_hidden_state
+        return Outputs(tuple(out.attentions), tuple(out.hidden_states or ()), logits, last)
+
+    def run_with_cache(self, tokenized: Tokenized) -> dict[str, np.ndarray]:
+        """Run the model; return a fresh trace of numpy arrays under DESIGN.md's names.
+
+        `blocks.{l}.attn.hook_pattern` is `[head, query_pos, key_pos]`, one row per query
+        head (with grouped-query attention, several of them read the same key/value head);
+        `blocks.{l}.hook_resid_pre` is the hidden state entering layer l.
+        """
+        out = self.forward(tokenized.ids)
+        trace: dict[str, np.ndarray] = {
+            "tokens": np.array(tokenized.tokens, dtype=str),
+            "token_ids": np.array(tokenized.ids, dtype=np.int64),
+        }
+        for layer, pattern in enumerate(out.attentions):
+            trace[f"blocks.{layer}.attn.hook_pattern"] = pattern[0].float().numpy()
+            trace[f"blocks.{layer}.hook_resid_pre"] = out.hidden_states[layer][0].float().numpy()
+        trace[f"blocks.{self.cfg.n_layers - 1}.hook_resid_post"] = (
+            out.hidden_states[-1][0].float().numpy()
+        )
+        return trace
+
+    def head_keep(self, ablate: Iterable[tuple[int, int]]) -> torch.Tensor:
+        """`[1, layer, head]` ones, with a zero for every (layer, head) switched off."""
+        keep = torch.ones(1, self.cfg.n_layers, self.cfg.n_heads)
+        for layer, head in ablate:
+            keep[0, layer, head] = 0.0
+        return keep

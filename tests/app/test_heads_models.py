@@ -1,0 +1,134 @@
+"""The attention page with models from the operator's models folder: tiny random GPT-2,
+Llama (grouped-query attention) and BERT models saved as safetensors, chosen from the list."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from conftest import chart, messages, open_lesson, plotly_array, texts
+
+from components.widgets import model_choices
+from models.tiny import save_tiny_model
+
+SENTENCE = "the cat sat on the mat"
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    for kind in ("gpt2", "llama", "bert"):
+        save_tiny_model(kind, root / f"tiny-{kind}")
+    pickled = root / "pickled"
+    pickled.mkdir()
+    shutil.copy(root / "tiny-gpt2" / "config.json", pickled)
+    (pickled / "pytorch_model.bin").write_bytes(b"never read")
+    return root
+
+
+@pytest.fixture(autouse=True)
+def operator_folder(models_dir, monkeypatch):
+    """The server's operator points SEQLENS_MODELS_DIR at the folder (and no cache)."""
+    monkeypatch.setenv("SEQLENS_MODELS_DIR", str(models_dir))
+    monkeypatch.setenv("SEQLENS_USE_HF_CACHE", "0")
+    model_choices.clear()
+    yield
+    model_choices.clear()
+
+
+def test_the_model_list_offers_the_folder_models_after_minilm(models_dir):
+    at = open_lesson("heads", SENTENCE)
+    box = at.selectbox(key="model")
+    assert box.options[0].startswith("all-MiniLM-L6-v2")
+    offered = [option.split(" · ")[0] for option in box.options]
+    assert offered == ["all-MiniLM-L6-v2", "tiny-bert", "tiny-gpt2", "tiny-llama"]
+    assert "pickled" not in offered
+    # The refused folder is named with its reason, as plain text.
+    assert any(text.startswith("pickled: only a pickle checkpoint") for text in texts(at))
+
+
+def test_a_tiny_gpt2_draws_its_heads_under_the_causal_mask():
+    at = open_lesson("heads", SENTENCE, model="folder:tiny-gpt2", layer="1", head="2")
+    assert not at.exception
+    one = chart(at, "one_head")["data"][0]
+    assert one["x"] == ["0:&lt;s&gt;", "1:the", "2:cat", "3:sat", "4:on", "5:the", "6:mat"]
+    z = plotly_array(one["z"])
+    assert z.shape == (7, 7)
+    assert np.all(z[np.triu_indices(7, k=1)] == 0.0) and np.all(z[np.tril_indices(7)] > 0.0)
+    assert any(m.startswith("Causal mask") for m in messages(at))
+    assert "Layer 1, head 2" in [s.value for s in at.subheader]
+
+
+def test_llama_says_which_key_value_head_each_query_head_reads():
+    at = open_lesson("heads", SENTENCE, model="folder:tiny-llama", head="3")
+    assert not at.exception
+    gqa = [m for m in messages(at) if m.startswith("Grouped-query attention")]
+    assert gqa and "4 query heads share 2 key/value heads" in gqa[0]
+    assert "H0–H1 → KV0, H2–H3 → KV1" in gqa[0]
+    assert "reads key/value head KV1" in [c.value for c in at.caption]
+    hover = chart(at, "all_heads")["data"][1]["text"]
+    assert hover[0][1].endswith("reads key/value head KV0")
+
+
+def test_switching_a_gpt2_head_off_shows_next_token_probabilities_before_and_after():
+    at = open_lesson("heads", SENTENCE, model="folder:tiny-gpt2", ablate="L0 H1")
+    assert not at.exception
+    assert at.multiselect(key="ablate").value == [1]
+    bars = chart(at, "ablate_next")["data"]
+    assert [bar["name"] for bar in bars] == ["all heads", "1 head(s) off"]
+    assert bars[0]["y"] == bars[1]["y"]
+    assert any("KL divergence" in c.value for c in at.caption)
+    effects = chart(at, "every_head_effect")["data"][0]
+    assert effects["name"] == "kl"
+
+
+def test_no_head_off_says_the_output_is_the_original():
+    at = open_lesson("heads", SENTENCE, model="folder:tiny-llama")
+    assert any(m.startswith("No head is switched off") for m in messages(at))
+    with pytest.raises(AssertionError):
+        chart(at, "ablate_next")
+
+
+def test_switching_a_minilm_head_off_moves_the_sentence_embedding():
+    at = open_lesson("heads", ablate="L3 H1")
+    assert not at.exception
+    [metric] = at.metric
+    assert 0.9 < float(metric.value) < 1.0
+    cosine = chart(at, "ablate_tokens")["data"][0]["y"]
+    assert len(chart(at, "ablate_tokens")["data"][0]["x"]) == 15
+    assert cosine is not None
+
+
+def test_rollout_through_the_last_layer_is_drawn_with_its_caveat():
+    at = open_lesson("heads", SENTENCE, model="folder:tiny-bert")
+    assert not at.exception
+    assert at.slider(key="rollout_layer").value == 1
+    rollout = chart(at, "rollout")["data"][0]
+    assert rollout["x"][0] == "0:[CLS]"
+    assert any(m.startswith("Rollout is not an explanation") for m in messages(at))
+
+
+def test_a_link_to_a_refused_or_unknown_model_opens_minilm_with_a_note():
+    for bad in ("folder:pickled", "/etc/passwd", "folder:../tiny-gpt2"):
+        at = open_lesson("heads", SENTENCE, model=bad)
+        assert not at.exception
+        assert at.selectbox(key="model").value == "all-MiniLM-L6-v2"
+        assert any("does not offer" in m for m in messages(at))
+        assert chart(at, "one_head")["data"][0]["x"][0] == "0:[CLS]"
+
+
+def test_changing_the_model_starts_its_controls_afresh():
+    at = open_lesson("heads", SENTENCE, layer="5", head="11")
+    at.selectbox(key="model").set_value("folder:tiny-gpt2").run()
+    assert not at.exception
+    assert at.selectbox(key="layer").value == 1 and at.selectbox(key="head").value == 1
+    assert chart(at, "one_head")["data"][0]["x"][0] == "0:&lt;s&gt;"
+
+
+def test_the_model_choice_speaks_chinese():
+    at = open_lesson("heads", SENTENCE, model="folder:tiny-llama", lang="zh")
+    assert not at.exception
+    assert any(m.startswith("分组查询注意力") for m in messages(at))
+    assert at.selectbox(key="model").value == "folder:tiny-llama"
+    assert "模型文件夹" in at.selectbox(key="model").options[3]

@@ -1,0 +1,72 @@
+"""The model choice in a real browser: a server whose operator set a models folder."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from conftest import artifacts_dir
+from test_browser import (
+    FIRST_CHART_TIMEOUT_MS,
+    RERUN_TIMEOUT_MS,
+    assert_page_healthy,
+    outside_requests,
+    record_requests,
+    screenshot,
+    wait_for_charts,
+    wait_for_tick_words,
+    wait_until_idle,
+)
+
+from bench.server import Server
+from models.tiny import save_tiny_model
+
+try:
+    from playwright.sync_api import expect
+except ImportError:
+    expect = None
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
+
+
+@pytest.fixture(scope="module")
+def models_server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    save_tiny_model("llama", root / "tiny-llama")
+    server = Server(
+        log_path=artifacts_dir() / "streamlit-models.log",
+        env={"SEQLENS_MODELS_DIR": str(root), "SEQLENS_USE_HF_CACHE": "0"},
+    ).start()
+    try:
+        server.wait_healthy(60.0)
+        yield server.base_url
+    finally:
+        server.stop()
+
+
+def test_choosing_a_model_from_the_operators_folder_redraws_the_heads(
+    page, models_server, request_log
+):
+    seen = record_requests(page, models_server, request_log, "model-choice")
+    page.goto(f"{models_server}/heads?sentence=the+cat+sat+on+the+mat")
+    wait_for_charts(page, FIRST_CHART_TIMEOUT_MS)
+    wait_for_tick_words(page, "one_head", ["[CLS]", "cat"], RERUN_TIMEOUT_MS)
+    wait_until_idle(page)
+
+    page.locator(".st-key-model").click()
+    page.get_by_role("option", name=re.compile(r"^tiny-llama · Llama")).click()
+
+    wait_for_tick_words(page, "one_head", ["<s>", "cat", "mat"], RERUN_TIMEOUT_MS)
+    wait_until_idle(page)
+    expect(page.get_by_text(re.compile("4 query heads share 2 key/value heads"))).to_be_visible()
+    expect(page.get_by_text(re.compile("^Causal mask"))).to_be_visible()
+    page.wait_for_function(
+        "() => new URLSearchParams(location.search).get('model') !== null",
+        timeout=RERUN_TIMEOUT_MS,
+    )
+    assert parse_qs(urlsplit(page.url).query)["model"][0].startswith("tiny-llama")
+    page.locator(".st-key-rollout").scroll_into_view_if_needed()
+    screenshot(page, "model-choice-llama")
+    assert_page_healthy(page)
+    assert outside_requests(seen) == []
