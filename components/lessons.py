@@ -23,4 +23,5 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson("pages/heads.py", "heads", "🔍", "nav.heads", "home.heads"),
     Lesson("pages/positional.py", "positional", "📍", "nav.positional", "home.positional"),
     Lesson("pages/recurrent.py", "recurrent", "🔁", "nav.recurrent", "home.recurrent"),
+    Lesson("pages/training.py", "training", "🏋️", "nav.training", "home.training"),
 )

@@ -91,15 +91,20 @@ def read_config(config_path: Path) -> dict:
 
 def check_header(data: bytes, name: str) -> dict:
     """The safetensors header of `data`, or a CheckpointError naming what the file is."""
-    if data[:1] == b"\x80" or data[:2] == b"PK":
+    # A safetensors file opens with its header's length (8 bytes, little-endian) and the
+    # header's JSON; a pickle opens with the PROTO opcode, a torch.save archive with "PK".
+    (header_size,) = struct.unpack("<Q", data[:8]) if len(data) >= 8 else (None,)
+    looks_right = header_size is not None and header_size <= MAX_HEADER
+    if looks_right and len(data) > 8 and data[8:9] != b"{":
+        looks_right = False
+    if not looks_right and (data[:2] == b"PK" or (data[:1] == b"\x80" and data[1:2] <= b"\x05")):
         raise CheckpointError(
             f"{name} is a pickle (as torch.save writes), not safetensors: "
             "SeqLens never unpickles files, since reading a pickle can run code"
         )
     if len(data) < 8:
         raise CheckpointError(f"{name} is truncated: {len(data)} bytes, not even a header")
-    (header_size,) = struct.unpack("<Q", data[:8])
-    if header_size > MAX_HEADER:
+    if not looks_right:
         raise CheckpointError(f"{name} is not a safetensors file (no valid header)")
     if 8 + header_size > len(data):
         raise CheckpointError(

@@ -9,6 +9,7 @@ to predict). Scores are mean attention weights over the repeat's positions and s
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from models.task_models import SequenceModel
 from models.tasks import Induction
@@ -39,3 +40,32 @@ def head_scores(
 def induction_score(model: SequenceModel, task: Induction) -> float:
     """The best induction head's score."""
     return float(head_scores(model, task)["induction"].max())
+
+
+MAX_SCORED_CHARS = 64
+
+
+def char_surprisal(model: SequenceModel, text: str, vocab: tuple[str, ...]) -> np.ndarray:
+    """−log₂ P(c_i | c_<i) for i = 1 … len(text) − 1 under a character model; NaN where
+    c_i is not in the model's alphabet. An unknown character read as context becomes a space."""
+    index = {c: i for i, c in enumerate(vocab)}
+    fallback = index.get(" ", 0)
+    ids = torch.tensor([[index.get(c, fallback) for c in text]])
+    with torch.no_grad():
+        log_probs = torch.log_softmax(model(ids)[0, :-1], dim=-1)
+    targets = ids[0, 1:]
+    bits = -log_probs[torch.arange(len(targets)), targets].numpy().astype(np.float64) / np.log(2)
+    bits[[c not in index for c in text[1:]]] = np.nan
+    return bits
+
+
+def ngram_surprisal(model, text: str) -> np.ndarray:
+    """The same for an n-gram model (models.ngram.WittenBell)."""
+    known = set(model.alphabet)
+    bits = [
+        -np.log2(model.probability(text[i], text[max(0, i - model.n + 1) : i]))
+        if text[i] in known
+        else np.nan
+        for i in range(1, len(text))
+    ]
+    return np.asarray(bits, dtype=np.float64)
