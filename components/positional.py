@@ -12,11 +12,20 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from components.i18n import t
+
 _FONT = dict(size=14)
 ENCODING_COLORSCALE = "RdBu"
 SCHEME_COLORS = dict(
     zip(("sinusoidal", "learned", "rope", "alibi", "none"), qualitative.D3, strict=False)
 )
+
+
+def scheme_label(code: str) -> str:
+    """A scheme's name in the current language ("sinusoidal" → "正弦"); other names as given."""
+    return t(f"positional.scheme.{code}") if code in SCHEME_COLORS else code
+
+
 # Errors are drawn on a log axis; an exact zero is drawn at this floor instead.
 LOG_FLOOR = 1e-17
 
@@ -67,13 +76,14 @@ def encoding_heatmap(
             zmin=-limit,
             zmax=limit,
             colorscale=ENCODING_COLORSCALE,
-            colorbar=dict(title="value", thickness=12),
-            hovertemplate="position %{x}, dimension %{y}<br>value %{z:.4f}<extra></extra>",
+            colorbar=dict(title=t("chart.value"), thickness=12),
+            hovertemplate=f"{t('chart.position')} %{{x}}, {t('chart.dimension')} %{{y}}"
+            f"<br>{t('chart.value')} %{{z:.4f}}<extra></extra>",
         )
     )
     _end_marker(fig, n_sentence - 0.5, end_text)
-    fig.update_xaxes(title_text="position", showgrid=False)
-    fig.update_yaxes(title_text="dimension", autorange="reversed", showgrid=False)
+    fig.update_xaxes(title_text=t("chart.position"), showgrid=False)
+    fig.update_yaxes(title_text=t("chart.dimension"), autorange="reversed", showgrid=False)
     return _finish(fig, title, 420)
 
 
@@ -85,19 +95,20 @@ def waves_figure(
     positions = np.arange(table.shape[0])
     fig = go.Figure()
     for dim in dims:
+        name = t("chart.dim", dim=dim)
         fig.add_trace(
             go.Scatter(
                 x=positions,
                 y=table[:, dim],
                 mode="lines+markers" if len(positions) <= 80 else "lines",
                 marker=dict(size=5),
-                name=f"dim {dim}",
-                hovertemplate=f"dim {dim}<br>position %{{x}}: %{{y:.4f}}<extra></extra>",
+                name=name,
+                hovertemplate=f"{name}<br>{t('chart.position')} %{{x}}: %{{y:.4f}}<extra></extra>",
             )
         )
     _end_marker(fig, n_sentence - 0.5, end_text)
-    fig.update_xaxes(title_text="position")
-    fig.update_yaxes(title_text="value")
+    fig.update_xaxes(title_text=t("chart.position"))
+    fig.update_yaxes(title_text=t("chart.value"))
     return _finish(fig, title, 360)
 
 
@@ -143,10 +154,11 @@ def matrix_figure(
     y_title: str = "",
     x_labels: Sequence | None = None,
     y_labels: Sequence | None = None,
-    value_name: str = "value",
+    value_name: str = "",
 ) -> go.Figure:
     """A square-ish matrix, diverging colours centred on zero, exact values on hover."""
     matrix = _finite(matrix)
+    value_name = value_name or t("chart.value")
     limit = float(np.abs(matrix).max()) or 1.0
     fig = go.Figure(
         go.Heatmap(
@@ -158,7 +170,8 @@ def matrix_figure(
             zmax=limit,
             colorscale=ENCODING_COLORSCALE,
             colorbar=dict(title=value_name, thickness=12),
-            hovertemplate=f"row %{{y}}, column %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
+            hovertemplate=f"{t('chart.row')} %{{y}}, {t('chart.column')} %{{x}}"
+            f"<br>{value_name} %{{z:.4f}}<extra></extra>",
         )
     )
     fig.update_xaxes(title_text=x_title, showgrid=False)
@@ -180,7 +193,7 @@ def error_bars_figure(
     values = np.maximum(_finite(np.array([errors[n] for n in names])), LOG_FLOOR)
     fig = go.Figure(
         go.Bar(
-            x=names,
+            x=[scheme_label(n) for n in names],
             y=values,
             marker_color=[SCHEME_COLORS.get(n, "#1f77b4") for n in names],
             text=[f"{v:.1e}" for v in values],
@@ -206,9 +219,9 @@ def per_token_figure(
             go.Bar(
                 x=list(labels),
                 y=np.maximum(_finite(values), LOG_FLOOR),
-                name=name,
+                name=scheme_label(name),
                 marker_color=SCHEME_COLORS.get(name),
-                hovertemplate=f"{name}<br>%{{x}}: %{{y:.3e}}<extra></extra>",
+                hovertemplate=f"{scheme_label(name)}<br>%{{x}}: %{{y:.3e}}<extra></extra>",
             )
         )
     fig.update_xaxes(type="category", tickangle=-45, automargin=True)

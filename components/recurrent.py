@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from components.i18n import t
 from components.labels import token_labels
 
 _FONT = dict(size=14)
@@ -113,11 +114,11 @@ def unit_heatmap(
             zmax=finite_max,
             colorscale="Magma",
             colorbar=dict(title=value_name, thickness=12),
-            hovertemplate="%{x}, unit %{y}<br>log10 = %{z:.2f}<extra></extra>",
+            hovertemplate=f"%{{x}}, {t('chart.unit')} %{{y}}<br>log10 = %{{z:.2f}}<extra></extra>",
         )
     )
-    fig.update_xaxes(title_text="step", type="category", showgrid=False, nticks=24)
-    fig.update_yaxes(title_text="hidden unit", autorange="reversed", showgrid=False)
+    fig.update_xaxes(title_text=t("chart.step"), type="category", showgrid=False, nticks=24)
+    fig.update_yaxes(title_text=t("chart.hidden_unit"), autorange="reversed", showgrid=False)
     return _finish(fig, title, 440)
 
 
@@ -135,6 +136,7 @@ def gates_figure(
         rows=len(names), cols=1, shared_xaxes=True, vertical_spacing=0.04, subplot_titles=names
     )
     signed_limit = 1.0
+    unit = t("chart.unit")
     for name in names:
         if name in signed:
             values = np.asarray(gates[name], dtype=np.float64)[:, :max_units]
@@ -150,26 +152,26 @@ def gates_figure(
                 x=list(step_labels),
                 y=np.arange(values.shape[1]),
                 coloraxis="coloraxis2" if is_signed else "coloraxis",
-                hovertemplate=f"{name}<br>%{{x}}, unit %{{y}}<br>%{{z:.3f}}<extra></extra>",
+                hovertemplate=f"{name}<br>%{{x}}, {unit} %{{y}}<br>%{{z:.3f}}<extra></extra>",
             ),
             row=row,
             col=1,
         )
-        fig.update_yaxes(autorange="reversed", showgrid=False, title_text="unit", row=row, col=1)
+        fig.update_yaxes(autorange="reversed", showgrid=False, title_text=unit, row=row, col=1)
     fig.update_xaxes(type="category", showgrid=False, nticks=24)
     fig.update_layout(
         coloraxis=dict(
             colorscale=GATE_COLORSCALE,
             cmin=0.0,
             cmax=1.0,
-            colorbar=dict(title="gate", thickness=12, len=0.45, y=0.78),
+            colorbar=dict(title=t("chart.gate"), thickness=12, len=0.45, y=0.78),
         ),
         coloraxis2=dict(
             colorscale=STATE_COLORSCALE,
             cmid=0.0,
             cmin=-signed_limit,
             cmax=signed_limit,
-            colorbar=dict(title="state", thickness=12, len=0.45, y=0.22),
+            colorbar=dict(title=t("chart.state"), thickness=12, len=0.45, y=0.22),
         ),
     )
     return _finish(fig, title, 150 + 170 * len(names), top=80)
@@ -209,7 +211,7 @@ def clipping_figure(
         )
         if not keep.all():
             fig.add_annotation(
-                text="inf / NaN: no bar",
+                text=t("chart.no_bar"),
                 xref=f"x{col if col > 1 else ''} domain",
                 yref=f"y{col if col > 1 else ''} domain",
                 x=0.5,
@@ -240,4 +242,6 @@ def clipping_figure(
 
 def step_labels(tokens: Sequence[str] | None, n_steps: int) -> list[str]:
     """Escaped unique token labels for a sentence, or `t=0, t=1, …` for a synthetic sequence."""
-    return token_labels(tokens) if tokens is not None else [f"t={i}" for i in range(n_steps)]
+    if tokens is not None:
+        return token_labels(tokens)
+    return [t("chart.step_label", i=i) for i in range(n_steps)]

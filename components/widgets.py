@@ -6,6 +6,7 @@ Pages import from here (never from each other) so a page draws only its own widg
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -250,6 +251,17 @@ def _data_downloads(key: str, data: dict) -> None:
         )
 
 
+def _first_time_under_spinner(done: threading.Event, message_key: str, load):
+    """`load()` (a cached resource) under a spinner in the visitor's language the first
+    time, while it takes seconds; every later call draws no spinner at all."""
+    if done.is_set():
+        return load()
+    with st.spinner(t(message_key)):
+        value = load()
+    done.set()
+    return value
+
+
 # --- the attention lesson's models (models/catalog.py, models/hf_models.py) ---
 
 
@@ -285,6 +297,24 @@ def load_encoder():
     from models.catalog import SHIPPED_KEY
 
     return load_attention_model(SHIPPED_KEY)
+
+
+@st.cache_resource(show_spinner=False, max_entries=1)
+def _cached_lineage() -> list:
+    from models.lineage import measure_all
+    from models.pretrained import limit_threads
+
+    limit_threads()
+    return measure_all()
+
+
+_lineage_measured = threading.Event()
+
+
+def lineage_measurements() -> list:
+    """The home table's measurements (models/lineage.py): made once per server, about a
+    second on two cores, then shared by every visitor."""
+    return _first_time_under_spinner(_lineage_measured, "home.measuring", _cached_lineage)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,12 @@ from components.attention import (
 from components.frame import enter_lesson
 from components.i18n import t
 from components.labels import escape_label, head_label, markdown_literal, token_labels
+from components.summaries import (
+    all_heads_summary,
+    head_statistics_summary,
+    strongest_link_summary,
+    token_focus_summary,
+)
 from components.widgets import (
     ablation_run,
     attention_run,
@@ -225,6 +231,14 @@ show_chart(
         layer_title=t("heads.axis.layer"),
     ),
     key="all_heads",
+    summary=all_heads_summary(patterns, tokens, run.special_positions),
+    data={
+        "layer": range(n_layers),
+        "head": range(n_heads),
+        "query": tokens,
+        "key": tokens,
+        "weight": patterns,
+    },
 )
 st.caption(t("heads.all_caption"))
 
@@ -236,6 +250,7 @@ with one:
     if cfg.n_kv_heads < cfg.n_heads:
         st.caption(kv_suffix(head))
     pattern = patterns[layer, head]
+    link = strongest_link(pattern, ignore=specials)
     show_chart(
         head_heatmap(
             pattern,
@@ -245,13 +260,10 @@ with one:
             weight_title=t("heads.axis.weight"),
         ),
         key="one_head",
+        summary=strongest_link_summary(tokens, link, layer, head),
+        data={"query": tokens, "key": tokens, "weight": pattern},
     )
-    link = strongest_link(pattern, ignore=specials)
-    if link is not None:
-        q, k, w = link
-        st.text(
-            t("heads.strongest", layer=layer, head=head, query=tokens[q], key=tokens[k], weight=w)
-        )
+    st.caption(t("heads.one_caption", others=n_heads - 1))
 
 with focus:
     st.subheader(t("heads.focus_title"))
@@ -269,16 +281,23 @@ with focus:
         key="token",
         format_func=lambda i: f"{i}: {tokens[i]}",
     )
+    # Neighbours are skipped too: many heads just look one token back or ahead.
+    neighbours = tuple(k for k in (query - 1, query + 1) if 0 <= k < len(tokens))
+    best = strongest_head_for_query(patterns, query, (*specials, *neighbours))
     show_chart(
         token_focus_figure(
             patterns, query, labels, key_title=t("heads.key"), weight_title=t("heads.axis.weight")
         ),
         key="focus",
+        summary=token_focus_summary(tokens, query, best, patterns),
+        data={
+            "layer": range(n_layers),
+            "head": range(n_heads),
+            "key": tokens,
+            "weight": patterns[:, :, query, :],
+        },
     )
     st.caption(t("heads.focus_caption", count=n_layers * n_heads))
-    # Neighbours are skipped too: many heads just look one token back or ahead.
-    neighbours = tuple(k for k in (query - 1, query + 1) if 0 <= k < len(tokens))
-    best = strongest_head_for_query(patterns, query, (*specials, *neighbours))
     if best is not None:
         best_layer, best_head, best_key, best_w = best
         st.text(
@@ -310,6 +329,12 @@ show_chart(
         formats={"entropy": ".2f", "distance": ".1f", "cls": ".0%", "sep": ".0%"},
     ),
     key="summary",
+    summary=head_statistics_summary(
+        {name: stats[name] for name in stat_names},
+        {name: t(f"heads.stat.{name}") for name in stat_names},
+    ),
+    data={"layer": range(n_layers), "head": range(n_heads)}
+    | {name: stats[name] for name in stat_names},
 )
 st.caption(t("heads.summary_caption", max_entropy=float(np.log2(len(tokens)))))
 if cfg.causal:

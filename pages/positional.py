@@ -13,7 +13,19 @@ from components.positional import (
     error_bars_figure,
     matrix_figure,
     per_token_figure,
+    scheme_label,
     waves_figure,
+)
+from components.summaries import (
+    bars_summary,
+    diagonal_summary,
+    encoding_summary,
+    lines_summary,
+    peaks_summary,
+    per_token_summary,
+    rotation_summary,
+    values_at_summary,
+    waves_summary,
 )
 from components.widgets import (
     linked_multiselect,
@@ -114,9 +126,21 @@ table = pe.sinusoidal_table(span, cfg.d_model) if table_scheme == "sinusoidal" e
 if table is None:
     table = learned_table(span)
 end_text = t("positional.sentence_end")
-show_chart(encoding_heatmap(table, n, end_text=end_text), key="pe_heatmap")
+positions = np.arange(span)
+show_chart(
+    encoding_heatmap(table, n, end_text=end_text),
+    key="pe_heatmap",
+    summary=encoding_summary(table, n),
+    data={"position": positions, "dimension": np.arange(cfg.d_model), "value": table},
+)
 if dims:
-    show_chart(waves_figure(table, sorted(dims), n, end_text=end_text), key="pe_waves")
+    dims = sorted(dims)
+    show_chart(
+        waves_figure(table, dims, n, end_text=end_text),
+        key="pe_waves",
+        summary=waves_summary(table, dims),
+        data={"position": positions} | {t("chart.dim", dim=d): table[:, d] for d in dims},
+    )
 st.caption(
     t(
         f"positional.table.explain.{table_scheme}",
@@ -138,19 +162,23 @@ sims = {
 offsets = np.arange(max_offset + 1)
 sim_cols = st.columns(2)
 for col, (scheme, curves) in zip(sim_cols, sims.items(), strict=True):
+    named = {
+        t("positional.similarity.from", ref=ref): row for ref, row in zip(refs, curves, strict=True)
+    }
     with col:
         show_chart(
             curves_figure(
-                {
-                    t("positional.similarity.from", ref=ref): row
-                    for ref, row in zip(refs, curves, strict=True)
-                },
+                named,
                 offsets,
                 title=t(f"positional.scheme.{scheme}"),
                 x_title=t("positional.offset"),
                 y_title="PE(p)·PE(p+k)",
             ),
             key=f"pe_similarity_{scheme}",
+            summary=scheme_label(scheme)
+            + ": "
+            + lines_summary({name: (offsets, row) for name, row in named.items()}),
+            data={"offset": offsets} | named,
         )
 spread = float(np.nanmax(np.ptp(sims["sinusoidal"], axis=0)))
 spread_learned = float(np.nanmax(np.ptp(sims["learned"], axis=0)))
@@ -169,32 +197,39 @@ k = linked_slider(st, t("positional.rotation.offset"), 1, 128, 5, key="pe_offset
 rot_table = pe.sinusoidal_table(cfg.n_ctx, cfg.d_model)
 exact = pe.rotation_errors(rot_table, k)
 naive = pe.per_dimension_fit_errors(rot_table, k)
+rotation = pe.rotation_matrix(k, cfg.d_model)
 rot_left, rot_right = st.columns(2)
 with rot_left:
     show_chart(
         matrix_figure(
-            pe.rotation_matrix(k, cfg.d_model),
+            rotation,
             title=t("positional.rotation.matrix", k=k),
             x_title=t("positional.rotation.in_dim"),
             y_title=t("positional.rotation.out_dim"),
         ),
         key="pe_rotation_matrix",
+        summary=rotation_summary(rotation, k),
+        data={"output_dimension": np.arange(cfg.d_model), "input_dimension": np.arange(cfg.d_model)}
+        | {f"M_{k}": rotation},
     )
 with rot_right:
-    positions = np.arange(cfg.n_ctx - k)
+    starts = np.arange(cfg.n_ctx - k)
+    errors = {
+        t("positional.rotation.exact_curve"): exact.max(axis=1),
+        t("positional.rotation.naive_curve"): naive.max(axis=1),
+    }
     show_chart(
         curves_figure(
-            {
-                t("positional.rotation.exact_curve"): exact.max(axis=1),
-                t("positional.rotation.naive_curve"): naive.max(axis=1),
-            },
-            positions,
+            errors,
+            starts,
             title=t("positional.rotation.errors", k=k),
             x_title=t("positional.position"),
-            y_title="max |error|",
+            y_title=t("chart.max_error"),
             log_y=True,
         ),
         key="pe_rotation_errors",
+        summary=peaks_summary({name: (starts, y) for name, y in errors.items()}),
+        data={"position": starts} | errors,
     )
 st.caption(
     t(
@@ -229,18 +264,28 @@ with rope_left:
             value_name="q·k",
         ),
         key="pe_rope_grid",
+        summary=diagonal_summary(shifted),
+        data={
+            "query_position": np.arange(shift, shift + grid),
+            "key_position": np.arange(shift, shift + grid),
+            "score": shifted,
+        },
     )
 with rope_right:
     max_distance = 512
+    distances = np.arange(max_distance + 1)
+    decays = {f"d_head {d}": pe.rope_decay(d, max_distance) for d in (16, 64, 128)}
     show_chart(
         curves_figure(
-            {f"d_head {d}": pe.rope_decay(d, max_distance) for d in (16, 64, 128)},
-            np.arange(max_distance + 1),
+            decays,
+            distances,
             title=t("positional.rope.decay"),
             x_title=t("positional.distance"),
             y_title=t("positional.rope.decay_axis"),
         ),
         key="pe_rope_decay",
+        summary=lines_summary({name: (distances, y) for name, y in decays.items()}),
+        data={"distance": distances} | decays,
     )
 st.caption(t("positional.rope.explain", shift=shift, error=shift_error, grid=grid))
 
@@ -266,25 +311,31 @@ else:
     st.caption(t("positional.order.reordered"))
     st.text(" · ".join(tokens[i] for i in perm))
     bar_col, token_col = st.columns([1, 2])
+    largest = {scheme_label(s): effects[s]["max_error"] for s in pe.SCHEMES}
+    moved = {s: effects[s]["per_token"] for s in pe.SCHEMES}
     with bar_col:
         show_chart(
             error_bars_figure(
                 {s: effects[s]["max_error"] for s in pe.SCHEMES},
                 title=t("positional.order.max_title"),
-                y_title="max |error|",
+                y_title=t("chart.max_error"),
                 threshold=1e-5,
             ),
             key="pe_order_max",
+            summary=bars_summary(largest),
+            data={"encoding": list(largest), "max_error": list(largest.values())},
         )
     with token_col:
         show_chart(
             per_token_figure(
-                {s: effects[s]["per_token"] for s in pe.SCHEMES},
+                moved,
                 token_labels(tokens),
                 title=t("positional.order.token_title"),
                 y_title=t("positional.order.token_axis"),
             ),
             key="pe_order_tokens",
+            summary=per_token_summary({scheme_label(s): v for s, v in moved.items()}, tokens),
+            data={"token": tokens} | {scheme_label(s): v for s, v in moved.items()},
         )
     st.caption(
         t(
@@ -322,10 +373,11 @@ profiles = {
     )
     for s in pe.SCHEMES
 }
+distances = np.arange(reach + 1)
 show_chart(
     curves_figure(
         profiles,
-        np.arange(reach + 1),
+        distances,
         title=t("positional.extrapolation.figure"),
         x_title=t("positional.distance"),
         y_title=t("positional.extrapolation.axis"),
@@ -334,12 +386,16 @@ show_chart(
         marker_text=t("positional.extrapolation.marker", built=built),
     ),
     key="pe_extrapolation",
+    summary=values_at_summary({name: (distances, y) for name, y in profiles.items()}, built),
+    data={"distance": distances} | profiles,
 )
+# Asked for one position more than it has rows, the learned model refuses: its refusal,
+# in the visitor's language.
 try:
     load_transformer("learned").pos_embed(cfg.n_ctx + 1)
     learned_message = ""
-except ValueError as error:
-    learned_message = str(error)
+except ValueError:
+    learned_message = t("positional.extrapolation.no_row", rows=cfg.n_ctx, pos=cfg.n_ctx)
 slopes = pe.alibi_slopes(cfg.n_heads)
 st.caption(
     t(

@@ -14,6 +14,13 @@ from components.recurrent import (
     step_labels,
     unit_heatmap,
 )
+from components.summaries import (
+    clipping_summary,
+    grid_summary,
+    lines_summary,
+    means_summary,
+    medians_summary,
+)
 from components.widgets import (
     linked_selectbox,
     linked_slider,
@@ -229,6 +236,8 @@ show_chart(
         hover_labels={name: hover for name in curves},
     ),
     key="rc_distance",
+    summary=lines_summary(curves),
+    data={"distance": distance, "token": hover} | {name: y for name, (_, y) in curves.items()},
 )
 
 
@@ -260,15 +269,16 @@ with np.errstate(divide="ignore", invalid="ignore"):
 checked = min(tau, 100)
 finite_relative = relative[: checked + 1][np.isfinite(relative[: checked + 1])]
 worst = float(finite_relative.max()) if finite_relative.size else float("nan")
+theory_curves = {
+    t("recurrent.theory.measured"): (distance, measured[tau::-1]),
+    t("recurrent.theory.formula", r=settings.radius): (distance, theory[::-1]),
+    t("recurrent.theory.yours"): (distance, result["RNN"]["grad_H"][tau::-1]),
+}
 theory_col, jacobian_col = st.columns(2)
 with theory_col:
     show_chart(
         lines_figure(
-            {
-                t("recurrent.theory.measured"): (distance, measured[tau::-1]),
-                t("recurrent.theory.formula", r=settings.radius): (distance, theory[::-1]),
-                t("recurrent.theory.yours"): (distance, result["RNN"]["grad_H"][tau::-1]),
-            },
+            theory_curves,
             title=t("recurrent.theory.figure"),
             x_title=t("recurrent.distance.axis"),
             y_title="‖∂L/∂H_t‖",
@@ -281,6 +291,8 @@ with theory_col:
             },
         ),
         key="rc_theory",
+        summary=lines_summary(theory_curves),
+        data={"distance": distance} | {name: y for name, (_, y) in theory_curves.items()},
     )
 with jacobian_col:
     spectra = jacobian_norms(ids, n_steps, s)
@@ -294,6 +306,13 @@ with jacobian_col:
             hline=1.0,
         ),
         key="rc_jacobian",
+        summary=medians_summary({name: norms for name, (_, norms) in spectra.items()}),
+        # One row per model and step: each model samples its own steps.
+        data={
+            "model": [name for name, (steps, _) in spectra.items() for _ in steps],
+            "step": np.concatenate([steps for steps, _ in spectra.values()]),
+            "norm": np.concatenate([norms for _, norms in spectra.values()]),
+        },
     )
 
 
@@ -330,25 +349,34 @@ focus = linked_selectbox(st, t("recurrent.focus"), tuple(CELLS), "RNN", key="rc_
 summary = gf.clip_summary(result[focus]["grad_X_rows"], tau, settings.clip)
 without, with_clip = t("recurrent.clip.without"), t("recurrent.clip.with", c=settings.clip)
 clip_left, clip_right = st.columns(2)
+totals = {without: summary["total"], with_clip: summary["norm_clipped"]}
+shares = {without: summary["early_share"], with_clip: summary["early_share_clipped"]}
+clip_curves = {
+    without: (distance, summary["per_step"][::-1]),
+    with_clip: (distance, summary["per_step_clipped"][::-1]),
+}
 with clip_left:
     show_chart(
         clipping_figure(
-            {without: summary["total"], with_clip: summary["norm_clipped"]},
-            {without: summary["early_share"], with_clip: summary["early_share_clipped"]},
+            totals,
+            shares,
             settings.clip,
             title=t("recurrent.clip.figure", model=focus),
             total_title=t("recurrent.clip.total"),
             share_title=t("recurrent.clip.share", n_early=summary["n_early"]),
         ),
         key="rc_clip_bars",
+        summary=clipping_summary(totals, shares, summary["n_early"]),
+        data={
+            "case": list(totals),
+            "total_norm": list(totals.values()),
+            "early_share": list(shares.values()),
+        },
     )
 with clip_right:
     show_chart(
         lines_figure(
-            {
-                without: (distance, summary["per_step"][::-1]),
-                with_clip: (distance, summary["per_step_clipped"][::-1]),
-            },
+            clip_curves,
             title=t("recurrent.clip.lines", model=focus),
             x_title=t("recurrent.distance.axis"),
             y_title="‖∂L/∂X_t‖",
@@ -356,6 +384,8 @@ with clip_right:
             hline=settings.clip,
         ),
         key="rc_clip_lines",
+        summary=lines_summary(clip_curves),
+        data={"distance": distance} | {name: y for name, (_, y) in clip_curves.items()},
     )
 if np.isfinite(summary["total"]):
     st.caption(
@@ -374,14 +404,21 @@ else:
 
 # 2. The gradient per hidden unit -------------------------------------------------------------
 st.subheader(t("recurrent.units.title"))
+units = result[focus]["grad_H_units"][: tau + 1]
+with np.errstate(divide="ignore"):
+    log_units = np.log10(np.abs(units))
 show_chart(
     unit_heatmap(
-        result[focus]["grad_H_units"][: tau + 1],
+        units,
         labels[: tau + 1],
         title=t("recurrent.units.figure", model=focus),
         value_name="log10 |∂L/∂H|",
     ),
     key="rc_units",
+    summary=grid_summary(
+        log_units, labels[: tau + 1], np.arange(units.shape[1]), value_name="log10 |∂L/∂H|"
+    ),
+    data={"step": labels[: tau + 1], "unit": np.arange(units.shape[1]), "grad_H": units},
 )
 st.caption(t("recurrent.units.explain", model=focus, n=settings.num_hiddens))
 
@@ -397,12 +434,18 @@ with lstm_col:
             title=t("recurrent.gates.lstm"),
         ),
         key="rc_gates_lstm",
+        summary=means_summary({k: lstm[k] for k in ("I", "F", "O", "C")}),
+        data={"step": labels, "unit": np.arange(settings.num_hiddens)}
+        | {k: lstm[k] for k in ("I", "F", "O", "C")},
     )
 with gru_col:
     gru = result["GRU"]
     show_chart(
         gates_figure({k: gru[k] for k in ("Z", "R", "H")}, labels, title=t("recurrent.gates.gru")),
         key="rc_gates_gru",
+        summary=means_summary({k: gru[k] for k in ("Z", "R", "H")}),
+        data={"step": labels, "unit": np.arange(settings.num_hiddens)}
+        | {k: gru[k] for k in ("Z", "R", "H")},
     )
 forget_mean = float(np.nanmean(np.where(np.isfinite(lstm["F"]), lstm["F"], np.nan)))
 st.caption(

@@ -7,6 +7,9 @@ import json
 import numpy as np
 from conftest import chart, chart_specs, messages, open_lesson, texts
 
+from components.positional import scheme_label
+from models import positional as pe
+
 CHARTS = {
     "pe_heatmap",
     "pe_waves",
@@ -49,9 +52,21 @@ def test_order_blindness_is_measured_live():
     at = open_lesson("positional", "dog bites man")
     _no_failure(at)
     bars = chart(at, "pe_order_max")["data"][0]
-    errors = dict(zip(bars["x"], _values(bars["y"]), strict=True))
+    # The bars are named in the visitor's language, not by the schemes' codes.
+    named = dict(zip(bars["x"], _values(bars["y"]), strict=True))
+    errors = {code: named[scheme_label(code)] for code in pe.SCHEMES}
     assert errors["none"] < 1e-5
     assert errors["sinusoidal"] > 1e-2 and errors["rope"] > 1e-2 and errors["learned"] > 1e-2
+
+
+def test_the_order_bars_are_named_in_chinese():
+    at = open_lesson("positional", "dog bites man", lang="zh")
+    _no_failure(at)
+    assert chart(at, "pe_order_max")["data"][0]["x"] == ["正弦", "可学习", "RoPE", "ALiBi", "无"]
+    assert [trace["name"] for trace in chart(at, "pe_order_tokens")["data"]][:2] == [
+        "正弦",
+        "可学习",
+    ]
     assert "man · bites · dog" in texts(at)
 
 

@@ -1,0 +1,68 @@
+"""The home page's comparison table: each cell is text made from one measurement of
+models/lineage.py, in the current language. No st.*, no torch: measurements in, text out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from components.i18n import t
+from components.lessons import LESSONS
+from components.summaries import number
+
+COLUMNS = ("depth", "seconds", "reach", "sees_later", "memory")
+# Where each architecture is taught, in order of preference: the first lesson that exists.
+LESSON_FOR = {
+    "ngram": (),
+    "rnn": ("recurrent",),
+    "lstm": ("recurrent",),
+    "rnn_attention": ("heads",),
+    "encoder": ("positional", "heads"),
+    "decoder": ("masks", "positional"),
+}
+
+
+def lesson_for(architecture: str):
+    """The lesson that teaches this architecture, or None."""
+    by_path = {lesson.url_path: lesson for lesson in LESSONS}
+    for path in LESSON_FOR.get(architecture, ()):
+        if path in by_path:
+            return by_path[path]
+    return None
+
+
+def _growth(values: Sequence[float], text) -> str:
+    return " → ".join(text(v) for v in values)
+
+
+def _size(value: int) -> str:
+    kb = value / 1024
+    if kb < 1000:
+        return t("home.table.kb", kb=number(kb))
+    return t("home.table.mb", mb=number(kb / 1024))
+
+
+def _milliseconds(value: float) -> str:
+    return t("home.table.ms", ms=number(value * 1000))
+
+
+def cells(measured) -> dict[str, str]:
+    """The row of one architecture: column → text, every number from `measured`."""
+    return {
+        "depth": _growth(measured.depth, str),
+        "seconds": _growth(measured.seconds, _milliseconds),
+        "reach": number(measured.reach),
+        "sees_later": t(
+            "home.table.yes" if measured.sees_later > 0 else "home.table.no",
+            value=number(measured.sees_later),
+        ),
+        "memory": _growth(measured.memory, _size),
+    }
+
+
+def headers(lengths: Sequence[int]) -> dict[str, str]:
+    lengths_text = " → ".join(f"L={n}" for n in lengths)
+    return {
+        column: t(f"home.col.{column}", lengths=lengths_text, longest=max(lengths))
+        for column in COLUMNS
+    }

@@ -1,0 +1,136 @@
+"""One-line chart summaries: computed from the numbers drawn, in the current language."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from components import summaries as s
+from components.i18n import using_language
+from models import positional as pe
+from models.attention_stats import strongest_head_for_query, strongest_link
+
+TOKENS = ["[CLS]", "the", "animal", "was", "tired", "it", "[SEP]"]
+
+
+def _patterns(n_layers: int = 2, n_heads: int = 3) -> np.ndarray:
+    """Uniform attention everywhere, except layer 1, head 2 where "it" looks at "animal"."""
+    n = len(TOKENS)
+    patterns = np.full((n_layers, n_heads, n, n), 1.0 / n)
+    row = np.full(n, 0.06)
+    row[2] = 1 - 0.06 * (n - 1)
+    patterns[1, 2, 5] = row
+    return patterns
+
+
+def test_number_uses_three_digits_and_words_for_non_finite_values():
+    assert s.number(0.64321) == "0.643"
+    assert s.number(123456) == "1.23e+05"
+    assert s.number(float("nan")) == "NaN"
+    assert s.number(float("inf")) == "∞"
+
+
+def test_the_strongest_link_is_named_by_its_tokens_and_weight():
+    pattern = _patterns()[1, 2]
+    link = strongest_link(pattern, ignore=(0, len(TOKENS) - 1))
+    text = s.strongest_link_summary(TOKENS, link, 1, 2)
+    assert text == "Layer 1, head 2, strongest: it → animal 0.64"
+    with using_language("zh"):
+        assert s.strongest_link_summary(TOKENS, link, 1, 2) == (
+            "第 1 层第 2 个头，最强：it → animal 0.64"
+        )
+    assert "no link" in s.strongest_link_summary(TOKENS, None, 0, 0)
+
+
+def test_all_heads_summary_finds_the_link_and_counts_sinks():
+    patterns = _patterns()
+    patterns[0, 0] = 0.0
+    patterns[0, 0, :, 0] = 1.0  # a head that puts everything on [CLS]
+    text = s.all_heads_summary(patterns, TOKENS, (0, len(TOKENS) - 1))
+    assert "6 heads" in text
+    assert "layer 1, head 2, it → animal 0.64" in text
+    assert "1 heads put over half their weight on [CLS], [SEP]" in text
+
+
+def test_token_focus_names_the_best_head_and_the_mean_target():
+    patterns = _patterns()
+    best = strongest_head_for_query(patterns, 5, (0, 6, 4))
+    text = s.token_focus_summary(TOKENS, 5, best, patterns)
+    assert text.startswith("it, strongest: → animal 0.64 (layer 1, head 2)")
+    mean_on_animal = patterns[:, :, 5, 2].mean()
+    assert f"most weight on animal {mean_on_animal:.2f}" in text
+
+
+def test_head_statistics_pick_the_lowest_entropy_and_the_highest_of_the_rest():
+    stats = {"entropy": np.array([[2.0, 0.5], [1.0, 3.0]]), "cls": np.array([[0.1, 0.2], [0.9, 0]])}
+    text = s.head_statistics_summary(stats, {"entropy": "entropy", "cls": "on [CLS]"})
+    assert text == "lowest entropy: layer 0, head 1, 0.5; highest on [CLS]: layer 1, head 0, 0.9"
+
+
+def test_lines_go_from_the_first_to_the_last_drawn_point():
+    x = np.arange(4)
+    text = s.lines_summary({"RNN": (x, [1.0, 0.1, 0.01, np.nan]), "empty": (x, [np.nan] * 4)})
+    assert text == "RNN: 1 at 0 → 0.01 at 2; empty: no finite point"
+
+
+def test_bars_are_listed_largest_first():
+    assert s.bars_summary({"a": 0.5, "b": 2.0, "c": float("nan")}) == "b 2; a 0.5; c NaN"
+
+
+def test_grid_names_its_largest_and_smallest_cells():
+    z = np.array([[0.0, 5.0], [-1.0, 2.0]])
+    text = s.grid_summary(z, ["r0", "r1"], ["c0", "c1"], value_name="v")
+    assert text == "v: largest 5 at r0, c1; smallest -1 at r1, c0"
+
+
+def test_peaks_values_at_medians_and_means():
+    x = np.arange(3)
+    assert s.peaks_summary({"e": (x, [1e-3, 5.0, 2.0])}) == "e: largest 5 at 1"
+    assert s.values_at_summary({"a": (x, [1, 2, 3]), "b": (x, [9, 8, 7])}, 1) == "At 1: b 8; a 2"
+    assert s.medians_summary({"RNN": [1, 2, np.inf, 3]}) == "Median: RNN 2"
+    assert s.means_summary({"F": np.array([[0.5, 1.0]])}) == "Mean: F 0.75"
+
+
+def test_waves_count_sign_changes():
+    table = pe.sinusoidal_table(64, 8)
+    text = s.waves_summary(table, [0])
+    # sin(pos) over 0…63 changes sign once every π ≈ 3.14 positions: 20 times.
+    assert "changes sign 20 times over 64 positions" in text
+
+
+def test_the_rotation_has_no_entry_outside_its_two_by_two_blocks():
+    text = s.rotation_summary(pe.rotation_matrix(5, 16), 5)
+    assert text.startswith("M_5: 16 × 16, 32 non-zero entries, 0 of them outside")
+
+
+def test_rope_scores_are_constant_along_diagonals():
+    q, k = pe.rope_demo_vectors(16)
+    text = s.diagonal_summary(pe.rope_scores(q, k, 12, start=300))
+    spread = float(text.rsplit(" ", 1)[-1])
+    assert spread < 1e-9
+    assert s.diagonal_summary(np.array([[0.0, 1.0], [2.0, 5.0]])).endswith("5.0e+00")
+
+
+def test_encoding_per_token_and_clipping():
+    table = pe.sinusoidal_table(10, 4)
+    assert s.encoding_summary(table, 3).endswith("ends at position 2")
+    assert s.per_token_summary({"none": np.array([0.0, 2.0])}, ["a", "b"]) == "none: most on b, 2"
+    text = s.clipping_summary({"raw": 10.0, "clipped": 0.1}, {"raw": 0.001, "clipped": 0.001}, 8)
+    assert text == (
+        "raw: total 10, first 8 steps' share 0.1 %; clipped: total 0.1, first 8 steps' share 0.1 %"
+    )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: s.lines_summary({"x": ([0], [1.0])}),
+        lambda: s.encoding_summary(np.zeros((2, 2)), 1),
+        lambda: s.rotation_summary(np.eye(2), 1),
+        lambda: s.means_summary({"F": np.ones(2)}),
+    ],
+)
+def test_summaries_speak_chinese(make):
+    with using_language("zh"):
+        text = make()
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in text), text
