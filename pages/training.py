@@ -9,7 +9,12 @@ from components.frame import enter_lesson
 from components.i18n import t
 from components.labels import escape_label, token_labels
 from components.recurrent import lines_figure
-from components.training import bars_figure, head_grid_figure, perplexity_colors
+from components.training import (
+    NGRAM_COLOR,
+    bars_figure,
+    head_grid_figure,
+    perplexity_colors,
+)
 from components.widgets import (
     linked_multiselect,
     linked_selectbox,
@@ -277,7 +282,9 @@ with sparse_col:
         data={"n": orders, "unseen_share": unseen},
     )
 with ppl_col:
-    labels = [f"{n}-gram" for n in orders] + [LABELS[k] for k in baseline["neural_perplexity"]]
+    labels = [t("training.ppl.ngram", n=int(n)) for n in orders] + [
+        LABELS[k] for k in baseline["neural_perplexity"]
+    ]
     values = baseline["ngram_perplexity"] + list(baseline["neural_perplexity"].values())
     best = int(np.argmin(values))
     show_chart(
@@ -357,10 +364,10 @@ def ngram_model():
 def surprisal(text: str) -> dict[str, np.ndarray]:
     from models.probes import char_surprisal, ngram_surprisal
 
-    out = {f"{BEST_NGRAM}-gram": ngram_surprisal(ngram_model(), text)}
+    out = {"ngram": ngram_surprisal(ngram_model(), text)}
     for kind in ("lstm", "transformer"):
         stem = str(CHECKPOINT_DIR / checkpoint_name(lm_task, kind))
-        out[LABELS[kind]] = char_surprisal(load_checkpoint(stem).model, text, lm_task.vocab)
+        out[kind] = char_surprisal(load_checkpoint(stem).model, text, lm_task.vocab)
     return out
 
 
@@ -370,7 +377,11 @@ if len(sentence.text) > lm_task.context:
 if len(chars) < 2:
     st.info(t("training.yours.short"))
 else:
-    bits = surprisal("".join(chars))
+    ngram_name = t("training.ppl.ngram", n=BEST_NGRAM)
+    bits = {
+        ngram_name if kind == "ngram" else LABELS[kind]: values
+        for kind, values in surprisal("".join(chars)).items()
+    }
     unknown = sorted({c for c in chars if c not in set(lm_task.vocab)})
     if unknown:
         st.warning(t("training.yours.unknown", count=len(unknown)))
@@ -386,7 +397,7 @@ else:
             x_title=t("training.yours.axis"),
             y_title=t("training.yours.bits"),
             log_y=False,
-            colors={f"{BEST_NGRAM}-gram": "#7f7f7f"},
+            colors={ngram_name: NGRAM_COLOR},
             hover_labels={name: [escape_label(c) for c in context] for name in bits},
         ),
         key="tr_yours",

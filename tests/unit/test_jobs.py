@@ -49,10 +49,7 @@ def test_at_most_max_running_jobs_train_and_the_rest_wait_in_order():
     gate = Gate()
     manager = JobManager(max_running=2, recipe_for=gate.recipe)
     jobs = [manager.submit(owner, RunRequest(COPY, ("rnn",), steps=2)) for owner in "abcd"]
-    for _ in range(200):
-        if manager.running_count() == 2:
-            break
-        threading.Event().wait(0.01)
+    _until_running(manager, 2)
     views = [manager.snapshot(job.id) for job in jobs]
     assert [v.status for v in views] == [RUNNING, RUNNING, QUEUED, QUEUED]
     assert [v.queue_position for v in views] == [0, 0, 1, 2]
@@ -87,14 +84,24 @@ def test_a_new_run_from_the_same_visitor_replaces_the_old_one():
     assert manager.snapshot(first.id).status == STOPPED
 
 
+def _until_running(manager: JobManager, n: int) -> None:
+    for _ in range(3000):
+        if manager.running_count() == n:
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError(f"{n} jobs never ran at once")
+
+
 def test_the_queue_has_a_limit():
     gate = Gate()
     manager = JobManager(max_running=1, max_queued=2, recipe_for=gate.recipe)
-    for owner in "abc":
-        manager.submit(owner, RunRequest(COPY, ("rnn",), steps=1))
+    manager.submit("a", RunRequest(COPY, ("rnn",), steps=1))
+    _until_running(manager, 1)
+    last = [manager.submit(owner, RunRequest(COPY, ("rnn",), steps=1)) for owner in "bc"][-1]
     with pytest.raises(QueueFull):
         manager.submit("d", RunRequest(COPY, ("rnn",), steps=1))
     gate.open.set()
+    assert manager.wait(last.id).status == DONE
 
 
 @pytest.mark.parametrize(
