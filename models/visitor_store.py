@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -74,15 +73,16 @@ class VisitorStore:
         for config_path in folder.glob("*.json") if folder.is_dir() else ():
             try:
                 config = checkpoints.read_config(config_path)
-            except checkpoints.CheckpointError:
-                continue
+                mtime = config_path.stat().st_mtime
+            except (checkpoints.CheckpointError, OSError):
+                continue  # unreadable, or deleted meanwhile by a prune in another process
             saved.append(
                 SavedModel(
                     name=config_path.stem,
                     kind=str((config.get("model") or {}).get("kind", "")),
                     task=config.get("task") or {},
                     metrics=config.get("metrics") or {},
-                    saved_at=float(config.get("saved_at", config_path.stat().st_mtime)),
+                    saved_at=float(config.get("saved_at", mtime)),
                     stem=config_path.with_suffix(""),
                 )
             )
@@ -94,8 +94,13 @@ class VisitorStore:
         return checkpoints.load(self.folder(visitor) / name)
 
     def size(self, visitor: str) -> int:
-        folder = self.folder(visitor)
-        return sum(p.stat().st_size for p in folder.iterdir()) if folder.is_dir() else 0
+        total = 0
+        for path in self.folder(visitor).glob("*"):
+            try:
+                total += path.stat().st_size
+            except OSError:
+                continue  # deleted meanwhile
+        return total
 
     def prune(self, now: float | None = None) -> int:
         """Delete every model older than the age limit; returns how many went."""
@@ -108,8 +113,11 @@ class VisitorStore:
                 if now - model.saved_at > self.max_age:
                     self._delete(model.stem)
                     removed += 1
-            if not any(folder.iterdir()):
-                shutil.rmtree(folder, ignore_errors=True)
+            try:
+                if not any(folder.iterdir()):
+                    folder.rmdir()
+            except OSError:
+                continue  # another process saved into it, or removed it, meanwhile
         return removed
 
     def _enforce_cap(self, visitor: str) -> None:
