@@ -54,7 +54,8 @@ def log(message: str) -> None:
 @dataclass
 class Row:
     measure: str
-    result: str
+    result: str  # SeqLens
+    peer: str = "—"  # the same figure for the peer, measured in the same run
     target: str = "—"
     met: str = ""
 
@@ -106,27 +107,33 @@ def machine_facts(chromium_version: str) -> list[str]:
 # --------------------------------------------------------------------------- phases
 
 
-def ws_first_chart(mk: SentenceMaker) -> tuple[Server, float, Rerun]:
-    """A fresh server; its first visitor deep-links /heads. Returns the still-running server."""
-    srv = Server().start()
-    try:
-        srv.wait_healthy()
+@dataclass(frozen=True)
+class App:
+    """What a measurement runs against: SeqLens, or the peer written the straightforward way."""
 
-        async def go() -> Rerun:
-            async with Session(srv.port, rerun_timeout_s=120) as s:
-                return await s.open_page("heads", mk.make(SHORT))
-
-        run = run_async(go())
-        if run.first_chart_s is None:
-            raise RuntimeError(f"no chart in the first run: {run.error or 'none drawn'}")
-        return srv, run.sent_at + run.first_chart_s - srv.started_at, run
-    except BaseException:
-        srv.stop()
-        raise
+    name: str
+    script: str  # relative to the repository root
+    path: str  # the attention page's URL path
+    min_charts: int  # charts its attention page draws
 
 
-def server_work(port: int, page: str, n: int, mk: SentenceMaker, n_tokens: int) -> list[Rerun]:
-    """One visitor on `page`: a warm-up run, then `n` fresh sentences one after another."""
+SEQLENS = App("SeqLens", "app.py", "heads", 4)
+PEER = App("peer", "bench/peer/app.py", "", 2)
+
+
+def _check(app: App, page: str, run: Rerun) -> str:
+    """'' when the answer shows the visitor's own sentence (the home page shows none)."""
+    if page == app.path:
+        return check_heads_tokens(run)
+    return check_words_shown(run) if page else ""
+
+
+def server_work(
+    port: int, page: str, n: int, mk: SentenceMaker, n_tokens: int, app: App | None = None
+) -> list[Rerun]:
+    """One visitor on `page` of `app` (SeqLens by default): a warm-up run, then `n` fresh
+    sentences one after another."""
+    app = app or SEQLENS
 
     async def go() -> list[Rerun]:
         runs = []
@@ -137,10 +144,8 @@ def server_work(port: int, page: str, n: int, mk: SentenceMaker, n_tokens: int) 
             for _ in range(n):
                 await asyncio.sleep(0.2)
                 run = await s.type_sentence(mk.make(n_tokens))
-                if run.ok and page == "heads":
-                    run.error = check_heads_tokens(run)
-                elif run.ok and page:
-                    run.error = check_words_shown(run)
+                if run.ok:
+                    run.error = _check(app, page, run)
                 runs.append(run)
         return runs
 
@@ -157,10 +162,14 @@ def summarize_work(runs: list[Rerun]) -> tuple[str, float | None]:
 
 
 def typing_runs(
-    b: browser.Browser, base_url: str, mk: SentenceMaker, n_short: int, n_long: int
+    b: browser.Browser, app: App, base_url: str, mk: SentenceMaker, n_short: int, n_long: int
 ) -> dict[int, tuple[list[float], list[str]]]:
+    def open_tab(sentence: str) -> browser.TypingBench:
+        labels = chart_labels(minilm_tokens(sentence))
+        return browser.TypingBench(b, base_url, sentence, labels, app.path, app.min_charts)
+
     s0 = mk.make(SHORT)
-    tb = browser.TypingBench(b, base_url, s0, chart_labels(minilm_tokens(s0)))
+    tb = open_tab(s0)
     out: dict[int, tuple[list[float], list[str]]] = {SHORT: ([], []), LONG: ([], [])}
     prev = s0
     try:
@@ -175,21 +184,137 @@ def typing_runs(
                 except Exception as exc:  # noqa: BLE001 - counted and shown
                     out[n_tokens][1].append(f"{type(exc).__name__}: {str(exc)[:120]}")
                     tb.close()
-                    tb = browser.TypingBench(b, base_url, s0, chart_labels(minilm_tokens(s0)))
+                    tb = open_tab(s0)
                     prev = s0
     finally:
         tb.close()
     return out
 
 
+def typing_text(lat: list[float], errs: list[str]) -> str:
+    text = f"median {ms(median(lat))}, p95 {ms(percentile(lat, 95))} (n={len(lat)})"
+    return text + (f"; {len(errs)} failed: {errs[0]}" if errs else "")
+
+
+@dataclass
+class LoadResult:
+    errors: str
+    latency: str
+    memory: str
+    ok_errors: bool
+    med: float | None
+    p95: float | None
+    peak: int
+
+
+def visitors_at_once(srv: Server, app: App, args: argparse.Namespace, mk: SentenceMaker):
+    sentences = [[mk.make(SHORT) for _ in range(args.sentences)] for _ in range(args.visitors)]
+    # A browser waits for its rerun however long it takes: only the limit cuts.
+    plan = LoadPlan(
+        page=app.path,
+        token_charts=True,
+        send_window_s=args.load_s,
+        hard_limit_s=args.load_s,
+        rerun_timeout_s=args.load_s,
+    )
+    rss_before = srv.rss()
+    with RssSampler(srv.pid) as sampler:
+        report = run_load(srv.port, sentences, plan)
+    time.sleep(2)
+    lat, errors = report.latencies, report.errors
+    err_text = f"{len(errors)}"
+    if errors:
+        kinds: dict[str, int] = {}
+        for e in errors:
+            kind = e.split(": ", 1)[1][:60] if ": " in e else e
+            kinds[kind] = kinds.get(kind, 0) + 1
+        err_text += " (" + "; ".join(f"{n}× {k}" for k, n in kinds.items()) + ")"
+    med, p95 = median(lat), percentile(lat, 95)
+    peak = max(sampler.peak, rss_before or 0)
+    return LoadResult(
+        errors=f"{err_text}; {report.completed} of {report.planned} reruns done, "
+        f"{report.not_sent} never sent (window closed); wall {report.wall_s:.0f} s",
+        latency=f"median {ms(med)}, p95 {ms(p95)} (n={len(lat)})",
+        memory=f"{kb(peak)} (before the load {kb(rss_before)}; after {kb(srv.rss())}; "
+        f"active sessions after: {active_sessions(srv.port)})",
+        ok_errors=not errors and report.not_sent == 0,
+        med=med,
+        p95=p95,
+        peak=peak,
+    )
+
+
+def measure_app(
+    app: App, args: argparse.Namespace, br, mk: SentenceMaker, with_pages: bool
+) -> dict[str, object]:
+    """Every figure for one app, in the order of the table; a failed phase says why."""
+    got: dict[str, object] = {}
+
+    def attempt(name: str, fn):
+        log(f"{app.name}: {name}")
+        try:
+            got[name] = fn()
+        except Exception as exc:  # noqa: BLE001 - shown in the table
+            got[name] = exc
+
+    if br is not None:
+
+        def cold_browser() -> float:
+            with Server(script=app.script) as srv:
+                srv.wait_healthy()
+                return browser.first_chart_s(
+                    br, srv.base_url, srv.started_at, mk.make(SHORT), app.path
+                )
+
+        attempt("cold_browser", cold_browser)
+    srv = Server(script=app.script).start()
+    try:
+        srv.wait_healthy()
+        if app is SEQLENS:
+            attempt("cold_ws", lambda: ws_first_chart(srv, mk))
+        else:
+            attempt("cold_ws_peer", lambda: server_work(srv.port, app.path, 1, mk, SHORT, app))
+        pages_here = pages() if with_pages else [(app.path, app.path)]
+        for page, _title in pages_here:
+            attempt(
+                f"work:{page}",
+                lambda page=page: server_work(srv.port, page, args.n_work, mk, SHORT, app),
+            )
+        attempt("work_long", lambda: server_work(srv.port, app.path, args.n_long, mk, LONG, app))
+        if br is not None:
+            attempt(
+                "typing",
+                lambda: typing_runs(br, app, srv.base_url, mk, args.n_typing, args.n_typing),
+            )
+        attempt("load", lambda: visitors_at_once(srv, app, args, mk))
+    finally:
+        srv.stop()
+    return got
+
+
+def ws_first_chart(srv: Server, mk: SentenceMaker) -> tuple[float, Rerun]:
+    """The server's first visitor deep-links /heads: seconds from process start to chart."""
+
+    async def go() -> Rerun:
+        async with Session(srv.port, rerun_timeout_s=120) as s:
+            return await s.open_page("heads", mk.make(SHORT))
+
+    run = run_async(go())
+    if run.first_chart_s is None:
+        raise RuntimeError(f"no chart in the first run: {run.error or 'none drawn'}")
+    return run.sent_at + run.first_chart_s - srv.started_at, run
+
+
+def failed(value) -> str:
+    return f"failed: {type(value).__name__}: {str(value)[:160]}"
+
+
 # --------------------------------------------------------------------------- main
 
 
 def run(args: argparse.Namespace, rows: list[Row], notes: list[str]) -> list[str]:
-    """Measure everything, appending to `rows` as it goes; returns the machine facts."""
+    """Measure SeqLens and its peer, appending to `rows`; returns the machine facts."""
     mk = SentenceMaker()
-    heads_runs: list[Rerun] = []
-    long_runs: list[Rerun] = []
     why_no_browser = "disabled (--no-browser)" if args.no_browser else browser.available()
     chromium_version = f"not used: {why_no_browser}" if why_no_browser else ""
     br = None
@@ -198,213 +323,202 @@ def run(args: argparse.Namespace, rows: list[Row], notes: list[str]) -> list[str
         chromium_version = f"Chromium {br.chromium.version} (headless, {browser.CHROMIUM})"
     t_start = time.monotonic()
     try:
-        log("cold start, headless Chromium")
-        # 1. Cold start in the browser: a fresh server, a deep link as its first visit.
-        if br is not None:
-            try:
-                with Server() as srv:
-                    srv.wait_healthy()
-                    s = browser.first_chart_s(br, srv.base_url, srv.started_at, mk.make(SHORT))
-                rows.append(
-                    Row(
-                        "First chart after `streamlit run` (headless Chromium, deep link "
-                        "/heads?sentence=… as first visit)",
-                        f"{s:.1f} s",
-                        "≤ 8 s",
-                        verdict(s <= 8),
-                    )
-                )
-            except Exception as exc:  # noqa: BLE001
-                rows.append(Row("First chart (Chromium)", f"failed: {exc}", "≤ 8 s", "**no**"))
-        else:
-            rows.append(Row("First chart (Chromium)", f"not measured ({why_no_browser})"))
-
-        log("cold start, websocket client")
-        # 2. Cold start over the websocket; this server then serves everything else.
-        srv, first_s, first_run = ws_first_chart(mk)
-        try:
-            rows.append(
-                Row(
-                    "First chart after `streamlit run` (ws client, /heads as first visit)",
-                    f"{first_s:.1f} s (whole first run {first_run.latency_s:.1f} s; "
-                    f"charts show: {check_heads_tokens(first_run) or 'the sentence from the URL'})",
-                    "≤ 8 s",
-                    verdict(first_s <= 8),
-                )
-            )
-
-            log("server work per rerun")
-            # 3. Server work per rerun, one visitor, fresh sentences.
-            for page, title in pages():
-                try:
-                    runs = server_work(srv.port, page, args.n_work, mk, SHORT)
-                except Exception as exc:  # noqa: BLE001
-                    rows.append(Row(f"Server work per rerun, {title}", f"failed: {exc}"))
-                    continue
-                if page == "heads":
-                    heads_runs = runs
-                text, med = summarize_work(runs)
-                rows.append(
-                    Row(
-                        f"Server work per rerun, {title}, {SHORT} tokens (send → "
-                        "script_finished, one visitor)",
-                        text,
-                        "≤ 50 ms median",
-                        verdict(med is not None and med <= 0.050),
-                    )
-                )
-            long_runs = server_work(srv.port, "heads", args.n_long, mk, LONG)
-            text, _ = summarize_work(long_runs)
-            rows.append(Row(f"Server work per rerun, heads, {LONG} tokens", text))
-
-            # 4. Bytes per update (websocket payload of one rerun, heads page).
-            for n_tokens, runs in ((SHORT, heads_runs), (LONG, long_runs)):
-                sizes = [r.bytes for r in runs if r.ok]
-                keys = sorted({k for r in runs for k in r.charts})
-                parts = ", ".join(
-                    f"{k} {kb(median([len(r.charts[k]) for r in runs if k in r.charts]))}"
-                    for k in keys
-                )
-                rows.append(
-                    Row(
-                        f"Bytes per update, heads, {n_tokens} tokens (ws payload, uncompressed)",
-                        f"median {kb(median(sizes))} (n={len(sizes)}; chart specs: {parts})",
-                    )
-                )
-
-            log("keystroke → chart in Chromium")
-            # 5. Keystroke → chart in the browser.
-            if br is not None:
-                try:
-                    typed = typing_runs(br, srv.base_url, mk, args.n_typing, args.n_typing)
-                except Exception as exc:  # noqa: BLE001
-                    typed = None
-                    rows.append(Row("Keystroke → chart (Chromium)", f"failed: {exc}"))
-                if typed is not None:
-                    for n_tokens, target, ok_fn in (
-                        (
-                            SHORT,
-                            "≤ 300 ms median / ≤ 600 ms p95",
-                            lambda m, p: m <= 0.3 and p <= 0.6,
-                        ),
-                        (LONG, "≤ 700 ms median", lambda m, p: m <= 0.7),
-                    ):
-                        lat, errs = typed[n_tokens]
-                        med, p95 = median(lat), percentile(lat, 95)
-                        text = f"median {ms(med)}, p95 {ms(p95)} (n={len(lat)})"
-                        if errs:
-                            text += f"; {len(errs)} failed: {errs[0]}"
-                        rows.append(
-                            Row(
-                                f"Last keydown → token charts updated, /heads, {n_tokens} "
-                                "tokens (Chromium)",
-                                text,
-                                target,
-                                verdict(None if med is None else ok_fn(med, p95) and not errs),
-                            )
-                        )
-            else:
-                rows.append(Row("Keystroke → chart (Chromium)", f"not measured ({why_no_browser})"))
-
-            log("load: visitors at once")
-            # 6. Forty visitors at once.
-            if br is not None:
-                br.__exit__(None, None, None)  # free its memory and CPU for the load
-                br = None
-            sentences = [
-                [mk.make(SHORT) for _ in range(args.sentences)] for _ in range(args.visitors)
-            ]
-            # A browser waits for its rerun however long it takes: only the limit cuts.
-            plan = LoadPlan(
-                page="heads",
-                send_window_s=args.load_s,
-                hard_limit_s=args.load_s,
-                rerun_timeout_s=args.load_s,
-            )
-            rss_before = srv.rss()
-            with RssSampler(srv.pid) as sampler:
-                report = run_load(srv.port, sentences, plan)
-            time.sleep(2)
-            lat = report.latencies
-            errors = report.errors
-            med, p95 = median(lat), percentile(lat, 95)
-            err_text = f"{len(errors)}"
-            if errors:
-                kinds: dict[str, int] = {}
-                for e in errors:
-                    kind = e.split(": ", 1)[1][:60] if ": " in e else e
-                    kinds[kind] = kinds.get(kind, 0) + 1
-                err_text += " (" + "; ".join(f"{n}× {k}" for k, n in kinds.items()) + ")"
-            title = f"{args.visitors} visitors × {args.sentences} sentences ({SHORT} tokens), "
-            rows.append(
-                Row(
-                    title + f"≤ {args.load_s:.0f} s: errors",
-                    f"{err_text}; {report.completed} of {report.planned} reruns done, "
-                    f"{report.not_sent} never sent (window closed); wall {report.wall_s:.0f} s",
-                    "0",
-                    verdict(not errors and report.not_sent == 0),
-                )
-            )
-            rows.append(
-                Row(
-                    title + "rerun latency (answered reruns)",
-                    f"median {ms(med)}, p95 {ms(p95)} (n={len(lat)})",
-                    "≤ 1 s median / ≤ 2 s p95",
-                    verdict(None if med is None else med <= 1 and p95 <= 2),
-                )
-            )
-            peak = max(sampler.peak, rss_before or 0)
-            rows.append(
-                Row(
-                    title + "server RSS peak",
-                    f"{kb(peak)} (before the load {kb(rss_before)}; after {kb(srv.rss())}; "
-                    f"active sessions after: {active_sessions(srv.port)})",
-                    "≤ 1.5 GB",
-                    verdict(peak <= 1.5e9),
-                )
-            )
-        finally:
-            srv.stop()
-
-        # 7. Diagnosis: the same heads reruns with Streamlit's post-run gc.collect(2) off
-        # (a command-line config flag; the app is unchanged).
-        if args.gc_check:
-            log("server work with runner.postScriptGC off")
-            try:
-                with Server(extra_args=("--runner.postScriptGC", "false")) as gc_srv:
-                    gc_srv.wait_healthy()
-                    runs = server_work(gc_srv.port, "heads", args.n_work, mk, SHORT)
-                text, _ = summarize_work(runs)
-                rows.append(
-                    Row(
-                        f"Diagnosis: server work per rerun, heads, {SHORT} tokens, server "
-                        "started with `--runner.postScriptGC false`",
-                        text,
-                    )
-                )
-            except Exception as exc:  # noqa: BLE001
-                rows.append(Row("Diagnosis: postScriptGC off", f"failed: {exc}"))
-
-        # 8. BertViz's head view for the same sentences, same model.
-        log("BertViz head view size")
-        if bertviz_size.available():
-            for n_tokens, runs in ((SHORT, heads_runs), (LONG, long_runs)):
-                sentence = next((r.sentence for r in runs if r.ok), mk.make(n_tokens))
-                size, n = bertviz_size.head_view_bytes(sentence)
-                rows.append(Row(f"BertViz head_view HTML, same sentence ({n} tokens)", kb(size)))
-        else:
-            rows.append(Row("BertViz head_view HTML", "not measured (bertviz not installed)"))
+        ours = measure_app(SEQLENS, args, br, mk, with_pages=True)
+        peer = measure_app(PEER, args, br, mk, with_pages=False) if args.peer else {}
+        gc_text = gc_diagnosis(args, mk) if args.gc_check else None
+        bertviz = bertviz_sizes(ours, mk)
     finally:
         if br is not None:
             br.__exit__(None, None, None)
         notes.append(f"bench wall time: {time.monotonic() - t_start:.0f} s")
+    add_rows(rows, ours, peer, bertviz, gc_text, args, why_no_browser)
     return machine_facts(chromium_version)
 
 
+def gc_diagnosis(args: argparse.Namespace, mk: SentenceMaker) -> str:
+    """The heads reruns on a server started with Streamlit's post-run gc.collect(2) off
+    (a command-line config flag; the app is unchanged)."""
+    log("server work with runner.postScriptGC off")
+    try:
+        with Server(extra_args=("--runner.postScriptGC", "false")) as gc_srv:
+            gc_srv.wait_healthy()
+            runs = server_work(gc_srv.port, "heads", args.n_work, mk, SHORT)
+        return summarize_work(runs)[0]
+    except Exception as exc:  # noqa: BLE001
+        return failed(exc)
+
+
+def bertviz_sizes(ours: dict, mk: SentenceMaker) -> dict[int, str]:
+    """BertViz's head view for the same sentences as SeqLens's heads reruns, same model."""
+    log("BertViz head view size")
+    if not bertviz_size.available():
+        return {}
+    out = {}
+    for n_tokens, key in ((SHORT, "work:heads"), (LONG, "work_long")):
+        runs = ours.get(key)
+        runs = runs if isinstance(runs, list) else []
+        sentence = next((r.sentence for r in runs if r.ok), mk.make(n_tokens))
+        out[n_tokens] = bertviz_size.head_view_bytes(sentence)[0]
+    return out
+
+
+def _work_cell(value) -> tuple[str, float | None]:
+    return summarize_work(value) if isinstance(value, list) else (failed(value), None)
+
+
+def _bytes_cell(value) -> tuple[str, float | None]:
+    if not isinstance(value, list):
+        return ("n/a" if value is None else failed(value)), None
+    runs = [r for r in value if r.ok]
+    sizes = [r.bytes for r in runs]
+    keys = sorted({k for r in runs for k in r.charts})
+    parts = ", ".join(
+        f"{k} {kb(median([len(r.charts[k]) for r in runs if k in r.charts]))}" for k in keys
+    )
+    return f"median {kb(median(sizes))} (n={len(sizes)}; chart specs: {parts})", median(sizes)
+
+
+def add_rows(rows, ours, peer, bertviz, gc_text, args, why_no_browser) -> None:
+    absent = "not measured" if not args.peer else "n/a"
+    # 1. First chart after `streamlit run`.
+    if "cold_browser" in ours:
+        value, theirs = ours["cold_browser"], peer.get("cold_browser")
+        ok = isinstance(value, float) and value <= 8
+        rows.append(
+            Row(
+                "First chart after `streamlit run` (headless Chromium, deep link to the "
+                "attention page as first visit)",
+                f"{value:.1f} s" if isinstance(value, float) else failed(value),
+                f"{theirs:.1f} s" if isinstance(theirs, float) else absent,
+                "≤ 8 s",
+                verdict(ok),
+            )
+        )
+    else:
+        rows.append(Row("First chart (Chromium)", f"not measured ({why_no_browser})"))
+    cold = ours.get("cold_ws")
+    if isinstance(cold, tuple):
+        first_s, first_run = cold
+        rows.append(
+            Row(
+                "First chart after `streamlit run` (ws client, /heads as first visit)",
+                f"{first_s:.1f} s (whole first run {first_run.latency_s:.1f} s; charts show: "
+                f"{check_heads_tokens(first_run) or 'the sentence from the URL'})",
+                target="≤ 8 s",
+                met=verdict(first_s <= 8),
+            )
+        )
+    elif cold is not None:
+        rows.append(Row("First chart (ws client)", failed(cold)))
+    # 2. Server work per rerun, every page; the peer beside the attention page.
+    for page, title in pages():
+        text, med = _work_cell(ours.get(f"work:{page}"))
+        theirs = _work_cell(peer[f"work:{PEER.path}"])[0] if page == "heads" and peer else "—"
+        rows.append(
+            Row(
+                f"Server work per rerun, {title}, {SHORT} tokens (send → script_finished, "
+                "one visitor)",
+                text,
+                theirs,
+                "≤ 50 ms median",
+                verdict(med is not None and med <= 0.050),
+            )
+        )
+    rows.append(
+        Row(
+            f"Server work per rerun, heads, {LONG} tokens",
+            _work_cell(ours.get("work_long"))[0],
+            _work_cell(peer["work_long"])[0] if peer else absent,
+        )
+    )
+    # 3. Bytes per update; BertViz's head view is the target's peer.
+    for n_tokens, key in ((SHORT, "work:heads"), (LONG, "work_long")):
+        text, size = _bytes_cell(ours.get(key))
+        theirs = _bytes_cell(peer.get(key if key == "work_long" else f"work:{PEER.path}"))[0]
+        viz = bertviz.get(n_tokens)
+        peer_text = f"BertViz head view {kb(viz)}" if viz else "BertViz: not measured"
+        if peer:
+            peer_text += f"; straightforward app {theirs}"
+        ok = None if not viz or size is None else size <= viz / 8
+        rows.append(
+            Row(
+                f"Bytes per update, heads, {n_tokens} tokens (ws payload, uncompressed)",
+                text,
+                peer_text,
+                "≤ 1/8 of BertViz" if n_tokens == SHORT else "—",
+                verdict(ok) if n_tokens == SHORT else "",
+            )
+        )
+    # 4. Keystroke → chart.
+    typed, theirs = ours.get("typing"), peer.get("typing")
+    if typed is None:
+        rows.append(Row("Keystroke → chart (Chromium)", f"not measured ({why_no_browser})"))
+    for n_tokens, target, ok_fn in (
+        (SHORT, "≤ 300 ms median / ≤ 600 ms p95", lambda m, p: m <= 0.3 and p <= 0.6),
+        (LONG, "≤ 700 ms median", lambda m, p: m <= 0.7),
+    ):
+        if typed is None:
+            break
+        if not isinstance(typed, dict):
+            rows.append(Row(f"Keystroke → chart, {n_tokens} tokens", failed(typed)))
+            continue
+        lat, errs = typed[n_tokens]
+        med, p95 = median(lat), percentile(lat, 95)
+        peer_cell = typing_text(*theirs[n_tokens]) if isinstance(theirs, dict) else absent
+        rows.append(
+            Row(
+                f"Last keydown → token charts updated, attention page, {n_tokens} tokens "
+                "(Chromium, live pause included)",
+                typing_text(lat, errs),
+                peer_cell,
+                target,
+                verdict(None if med is None else ok_fn(med, p95) and not errs),
+            )
+        )
+    # 5. Visitors at once.
+    load, theirs = ours.get("load"), peer.get("load")
+    title = f"{args.visitors} visitors × {args.sentences} sentences ({SHORT} tokens), "
+    if not isinstance(load, LoadResult):
+        rows.append(Row(title + "load", failed(load)))
+    else:
+        other = theirs if isinstance(theirs, LoadResult) else None
+        rows += [
+            Row(
+                title + f"≤ {args.load_s:.0f} s: errors",
+                load.errors,
+                other.errors if other else absent,
+                "0",
+                verdict(load.ok_errors),
+            ),
+            Row(
+                title + "rerun latency (answered reruns)",
+                load.latency,
+                other.latency if other else absent,
+                "≤ 1 s median / ≤ 2 s p95",
+                verdict(None if load.med is None else load.med <= 1 and load.p95 <= 2),
+            ),
+            Row(
+                title + "server RSS peak",
+                load.memory,
+                other.memory if other else absent,
+                "≤ 1.5 GB",
+                verdict(load.peak <= 1.5e9),
+            ),
+        ]
+    if gc_text is not None:
+        rows.append(
+            Row(
+                f"Diagnosis: server work per rerun, heads, {SHORT} tokens, server started "
+                "with `--runner.postScriptGC false`",
+                gc_text,
+            )
+        )
+
+
 def table(rows: list[Row]) -> str:
-    lines = ["| measure | result | target | met |", "|---|---|---|---|"]
+    lines = ["| measure | SeqLens | peer | target | met |", "|---|---|---|---|---|"]
     for r in rows:
-        cells = (r.measure, r.result, r.target, r.met)
+        cells = (r.measure, r.result, r.peer, r.target, r.met)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines)
 
@@ -418,6 +532,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--visitors", type=int, default=40)
     p.add_argument("--sentences", type=int, default=5, help="sentences per visitor")
     p.add_argument("--load-s", type=float, default=60.0, help="the load's time limit")
+    p.add_argument(
+        "--no-peer",
+        dest="peer",
+        action="store_false",
+        help="skip the peer (bench/peer/app.py, the attention app written the plain way)",
+    )
     p.add_argument(
         "--no-gc-check",
         dest="gc_check",

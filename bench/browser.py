@@ -70,9 +70,9 @@ _WAIT_IDLE = """
 """
 
 _CHARTS_DRAWN = """
-(sel) => {
+([sel, least]) => {
   const charts = [...document.querySelectorAll(sel)];
-  return charts.length >= 4 && charts.every(c => c.querySelector('.main-svg'));
+  return charts.length >= least && charts.every(c => c.querySelector('.main-svg'));
 }
 """
 
@@ -110,12 +110,14 @@ class Browser:
         return ctx.new_page()
 
 
-def first_chart_s(browser: Browser, base_url: str, started_at: float, sentence: str) -> float:
-    """Open /heads?sentence=… as the first visitor; seconds from `started_at` (the
+def first_chart_s(
+    browser: Browser, base_url: str, started_at: float, sentence: str, path: str = "heads"
+) -> float:
+    """Open /<path>?sentence=… as the first visitor; seconds from `started_at` (the
     server's process start, time.monotonic()) until a plotly chart is drawn."""
     page = browser.new_page(timeout_ms=120_000)
     try:
-        page.goto(f"{base_url}/heads?sentence={quote(sentence)}")
+        page.goto(f"{base_url}/{path}?sentence={quote(sentence)}")
         page.wait_for_selector(f"{CHART} .main-svg", state="attached")
         return time.monotonic() - started_at
     finally:
@@ -123,12 +125,22 @@ def first_chart_s(browser: Browser, base_url: str, started_at: float, sentence: 
 
 
 class TypingBench:
-    """One tab on /heads; `type_sentence` times last keydown → token charts updated."""
+    """One tab on /<path>; `type_sentence` times last keydown → token charts updated.
 
-    def __init__(self, browser: Browser, base_url: str, sentence: str, labels: list[str]):
+    `min_charts`: how many charts the page draws before it counts as loaded."""
+
+    def __init__(
+        self,
+        browser: Browser,
+        base_url: str,
+        sentence: str,
+        labels: list[str],
+        path: str = "heads",
+        min_charts: int = 4,
+    ):
         self.page = browser.new_page(timeout_ms=120_000)
-        self.page.goto(f"{base_url}/heads?sentence={quote(sentence)}")
-        self.page.wait_for_function(_CHARTS_DRAWN, arg=CHART, timeout=120_000)
+        self.page.goto(f"{base_url}/{path}?sentence={quote(sentence)}")
+        self.page.wait_for_function(_CHARTS_DRAWN, arg=[CHART, min_charts], timeout=120_000)
         self.page.wait_for_function(_WAIT_IDLE, timeout=60_000)
         self.page.evaluate(_INSTALL)
         self.labels = labels

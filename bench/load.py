@@ -294,10 +294,13 @@ class LoadPlan:
     rerun_timeout_s: float = RERUN_TIMEOUT_S
     connect_timeout_s: float = CONNECT_TIMEOUT_S
     seed: int = 0
+    # Whether answers are checked by their token charts (default: on the heads page).
+    token_charts: bool | None = None
 
 
-def _check(run: Rerun, page: str) -> str:
-    return check_heads_tokens(run) if page == "heads" else check_words_shown(run)
+def _check(run: Rerun, plan: LoadPlan) -> str:
+    token_charts = plan.token_charts if plan.token_charts is not None else plan.page == "heads"
+    return check_heads_tokens(run) if token_charts else check_words_shown(run)
 
 
 async def visitor(
@@ -330,7 +333,7 @@ async def visitor(
                 else:
                     run = await session.type_sentence(sentence)
                 if run.ok:
-                    run.error = _check(run, plan.page)
+                    run.error = _check(run, plan)
                 result.reruns.append(run)
                 if run.latency_s is None:
                     result.not_sent = len(sentences) - i - 1

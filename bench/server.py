@@ -102,7 +102,7 @@ class RssSampler:
 
 
 class Server:
-    """One `streamlit run app.py` process in its own process group.
+    """One `streamlit run app.py` (or another script) process in its own process group.
 
     `started_at` is time.monotonic() just before the process was created, so
     "process start → first chart" can be measured from it.
@@ -113,8 +113,10 @@ class Server:
         log_path: Path | None = None,
         extra_args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        script: str = "app.py",
     ):
         self.port = free_port()
+        self.script = script  # relative to the repository root
         self.log_path = log_path or RESULTS_DIR / f"streamlit-{self.port}.log"
         self.extra_args = extra_args
         self.env = env or {}
@@ -137,7 +139,7 @@ class Server:
             "-m",
             "streamlit",
             "run",
-            "app.py",
+            self.script,
             "--server.port",
             str(self.port),
             "--server.address",

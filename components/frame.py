@@ -18,6 +18,7 @@ import streamlit as st
 from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, set_language, t
 from components.lessons import LESSONS
 from components.widgets import SENTENCE_KEY, image_format_choice, sentence_box
+from models.runtime import settle_heap_once
 
 _run = threading.local()
 
@@ -126,6 +127,9 @@ def run_app() -> None:
     _run.inside = True
     try:
         page.run()
+        # What the page's first run imported and cached stays out of every later
+        # collection (models/runtime.py explains the cost it saves on every rerun).
+        settle_heap_once(page.url_path)
     except Exception:
         # Visitors get a plain message and keep their sentence; the details go to the log.
         logging.getLogger("seqlens").exception("page %s failed", page.url_path)

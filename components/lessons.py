@@ -22,6 +22,7 @@ class Lesson:
 LESSONS: tuple[Lesson, ...] = (
     Lesson("pages/heads.py", "heads", "🔍", "nav.heads", "home.heads"),
     Lesson("pages/positional.py", "positional", "📍", "nav.positional", "home.positional"),
+    Lesson("pages/masks.py", "masks", "🎭", "nav.masks", "home.masks"),
     Lesson("pages/recurrent.py", "recurrent", "🔁", "nav.recurrent", "home.recurrent"),
     Lesson("pages/training.py", "training", "🏋️", "nav.training", "home.training"),
 )

@@ -13,8 +13,8 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from components.i18n import t
+from components.layout import axis, frame_layout, hline, vline
 
-_FONT = dict(size=14)
 ENCODING_COLORSCALE = "RdBu"
 SCHEME_COLORS = dict(
     zip(("sinusoidal", "learned", "rope", "alibi", "none"), qualitative.D3, strict=False)
@@ -44,20 +44,22 @@ def _finite_line(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x[keep], y[keep]
 
 
-def _finish(fig: go.Figure, title: str, height: int, top: int = 70) -> go.Figure:
-    """Shared layout: axes grow their margins so tick labels are never clipped."""
-    fig.update_xaxes(automargin=True)
-    fig.update_yaxes(automargin=True)
-    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=top, b=10), font=_FONT)
-    return fig
-
-
-def _end_marker(fig: go.Figure, at: float, text: str) -> None:
-    fig.add_vline(x=at, line=dict(color="#444", width=2, dash="dash"))
+def _end_marker(at: float, text: str) -> dict:
+    """The dashed line where the sentence ends, with its label: layout shapes/annotations."""
+    marker = dict(shapes=[vline(at, dict(color="#444", width=2, dash="dash"))])
     if text:
-        fig.add_annotation(
-            x=at, y=1.0, yref="paper", text=text, showarrow=False, xanchor="left", yanchor="bottom"
-        )
+        marker["annotations"] = [
+            dict(
+                x=at,
+                y=1.0,
+                yref="paper",
+                text=text,
+                showarrow=False,
+                xanchor="left",
+                yanchor="bottom",
+            )
+        ]
+    return marker
 
 
 def encoding_heatmap(
@@ -67,24 +69,26 @@ def encoding_heatmap(
     table = _finite(table)
     n_pos, d = table.shape
     limit = float(np.abs(table).max()) or 1.0
-    fig = go.Figure(
-        go.Heatmap(
-            z=table.T.astype(np.float32),
-            x=np.arange(n_pos),
-            y=np.arange(d),
-            zmid=0.0,
-            zmin=-limit,
-            zmax=limit,
-            colorscale=ENCODING_COLORSCALE,
-            colorbar=dict(title=t("chart.value"), thickness=12),
-            hovertemplate=f"{t('chart.position')} %{{x}}, {t('chart.dimension')} %{{y}}"
-            f"<br>{t('chart.value')} %{{z:.4f}}<extra></extra>",
-        )
+    heatmap = go.Heatmap(
+        z=table.T.astype(np.float32),
+        x=np.arange(n_pos),
+        y=np.arange(d),
+        zmid=0.0,
+        zmin=-limit,
+        zmax=limit,
+        colorscale=ENCODING_COLORSCALE,
+        colorbar=dict(title=t("chart.value"), thickness=12),
+        hovertemplate=f"{t('chart.position')} %{{x}}, {t('chart.dimension')} %{{y}}"
+        f"<br>{t('chart.value')} %{{z:.4f}}<extra></extra>",
     )
-    _end_marker(fig, n_sentence - 0.5, end_text)
-    fig.update_xaxes(title_text=t("chart.position"), showgrid=False)
-    fig.update_yaxes(title_text=t("chart.dimension"), autorange="reversed", showgrid=False)
-    return _finish(fig, title, 420)
+    layout = frame_layout(
+        title,
+        420,
+        xaxis=axis(t("chart.position"), showgrid=False),
+        yaxis=axis(t("chart.dimension"), autorange="reversed", showgrid=False),
+        **_end_marker(n_sentence - 0.5, end_text),
+    )
+    return go.Figure(data=[heatmap], layout=layout)
 
 
 def waves_figure(
@@ -93,23 +97,28 @@ def waves_figure(
     """Chosen dimensions of a table as curves over position."""
     table = _finite(table)
     positions = np.arange(table.shape[0])
-    fig = go.Figure()
+    position = t("chart.position")
+    traces = []
     for dim in dims:
         name = t("chart.dim", dim=dim)
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 x=positions,
                 y=table[:, dim],
                 mode="lines+markers" if len(positions) <= 80 else "lines",
                 marker=dict(size=5),
                 name=name,
-                hovertemplate=f"{name}<br>{t('chart.position')} %{{x}}: %{{y:.4f}}<extra></extra>",
+                hovertemplate=f"{name}<br>{position} %{{x}}: %{{y:.4f}}<extra></extra>",
             )
         )
-    _end_marker(fig, n_sentence - 0.5, end_text)
-    fig.update_xaxes(title_text=t("chart.position"))
-    fig.update_yaxes(title_text=t("chart.value"))
-    return _finish(fig, title, 360)
+    layout = frame_layout(
+        title,
+        360,
+        xaxis=axis(t("chart.position")),
+        yaxis=axis(t("chart.value")),
+        **_end_marker(n_sentence - 0.5, end_text),
+    )
+    return go.Figure(data=traces, layout=layout)
 
 
 def curves_figure(
@@ -124,12 +133,12 @@ def curves_figure(
     log_y: bool = False,
 ) -> go.Figure:
     """One line per named curve over a shared x; NaN points are left out of the line."""
-    fig = go.Figure()
+    traces = []
     for name, y in curves.items():
         xs, ys = _finite_line(x, y)
         if log_y:
             ys = np.maximum(np.abs(ys), LOG_FLOOR)
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 x=xs,
                 y=ys,
@@ -139,12 +148,17 @@ def curves_figure(
                 hovertemplate=f"{name}<br>%{{x}}: %{{y:.4g}}<extra></extra>",
             )
         )
-    if marker_at is not None:
-        _end_marker(fig, marker_at, marker_text)
-    fig.update_xaxes(title_text=x_title)
-    fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear", exponentformat="e")
-    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0))
-    return _finish(fig, title, 420, top=110)
+    marker = _end_marker(marker_at, marker_text) if marker_at is not None else {}
+    layout = frame_layout(
+        title,
+        420,
+        top=110,
+        xaxis=axis(x_title),
+        yaxis=axis(y_title, type="log" if log_y else "linear", exponentformat="e"),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0),
+        **marker,
+    )
+    return go.Figure(data=traces, layout=layout)
 
 
 def matrix_figure(
@@ -160,29 +174,27 @@ def matrix_figure(
     matrix = _finite(matrix)
     value_name = value_name or t("chart.value")
     limit = float(np.abs(matrix).max()) or 1.0
-    fig = go.Figure(
-        go.Heatmap(
-            z=matrix.astype(np.float32),
-            x=list(x_labels) if x_labels is not None else None,
-            y=list(y_labels) if y_labels is not None else None,
-            zmid=0.0,
-            zmin=-limit,
-            zmax=limit,
-            colorscale=ENCODING_COLORSCALE,
-            colorbar=dict(title=value_name, thickness=12),
-            hovertemplate=f"{t('chart.row')} %{{y}}, {t('chart.column')} %{{x}}"
-            f"<br>{value_name} %{{z:.4f}}<extra></extra>",
-        )
+    heatmap = go.Heatmap(
+        z=matrix.astype(np.float32),
+        x=list(x_labels) if x_labels is not None else None,
+        y=list(y_labels) if y_labels is not None else None,
+        zmid=0.0,
+        zmin=-limit,
+        zmax=limit,
+        colorscale=ENCODING_COLORSCALE,
+        colorbar=dict(title=value_name, thickness=12),
+        hovertemplate=f"{t('chart.row')} %{{y}}, {t('chart.column')} %{{x}}"
+        f"<br>{value_name} %{{z:.4f}}<extra></extra>",
     )
-    fig.update_xaxes(title_text=x_title, showgrid=False)
-    fig.update_yaxes(
-        title_text=y_title,
-        autorange="reversed",
-        showgrid=False,
-        scaleanchor="x",
-        constrain="domain",
+    layout = frame_layout(
+        title,
+        460,
+        xaxis=axis(x_title, showgrid=False),
+        yaxis=axis(
+            y_title, autorange="reversed", showgrid=False, scaleanchor="x", constrain="domain"
+        ),
     )
-    return _finish(fig, title, 460)
+    return go.Figure(data=[heatmap], layout=layout)
 
 
 def error_bars_figure(
@@ -191,40 +203,47 @@ def error_bars_figure(
     """One bar per named measurement, on a log axis (an exact zero sits at LOG_FLOOR)."""
     names = list(errors)
     values = np.maximum(_finite(np.array([errors[n] for n in names])), LOG_FLOOR)
-    fig = go.Figure(
-        go.Bar(
-            x=[scheme_label(n) for n in names],
-            y=values,
-            marker_color=[SCHEME_COLORS.get(n, "#1f77b4") for n in names],
-            text=[f"{v:.1e}" for v in values],
-            textposition="outside",
-            cliponaxis=False,
-            hovertemplate="%{x}<br>%{y:.3e}<extra></extra>",
-        )
+    bars = go.Bar(
+        x=[scheme_label(n) for n in names],
+        y=values,
+        marker_color=[SCHEME_COLORS.get(n, "#1f77b4") for n in names],
+        text=[f"{v:.1e}" for v in values],
+        textposition="outside",
+        cliponaxis=False,
+        hovertemplate="%{x}<br>%{y:.3e}<extra></extra>",
     )
-    if threshold is not None:
-        fig.add_hline(y=threshold, line=dict(color="#444", dash="dot"))
-    fig.update_xaxes(type="category")
-    fig.update_yaxes(title_text=y_title, type="log", exponentformat="e")
-    return _finish(fig, title, 380)
+    shapes = [hline(threshold, dict(color="#444", dash="dot"))] if threshold is not None else []
+    layout = frame_layout(
+        title,
+        380,
+        xaxis=axis(None, type="category"),
+        yaxis=axis(y_title, type="log", exponentformat="e"),
+        shapes=shapes,
+    )
+    return go.Figure(data=[bars], layout=layout)
 
 
 def per_token_figure(
     per_token: Mapping[str, np.ndarray], labels: Sequence[str], title: str = "", y_title: str = ""
 ) -> go.Figure:
     """Grouped bars: how far each token's output moved, one group per token, a bar per scheme."""
-    fig = go.Figure()
-    for name, values in per_token.items():
-        fig.add_trace(
-            go.Bar(
-                x=list(labels),
-                y=np.maximum(_finite(values), LOG_FLOOR),
-                name=scheme_label(name),
-                marker_color=SCHEME_COLORS.get(name),
-                hovertemplate=f"{scheme_label(name)}<br>%{{x}}: %{{y:.3e}}<extra></extra>",
-            )
+    traces = [
+        go.Bar(
+            x=list(labels),
+            y=np.maximum(_finite(values), LOG_FLOOR),
+            name=scheme_label(name),
+            marker_color=SCHEME_COLORS.get(name),
+            hovertemplate=f"{scheme_label(name)}<br>%{{x}}: %{{y:.3e}}<extra></extra>",
         )
-    fig.update_xaxes(type="category", tickangle=-45, automargin=True)
-    fig.update_yaxes(title_text=y_title, type="log", exponentformat="e")
-    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0))
-    return _finish(fig, title, 400, top=90)
+        for name, values in per_token.items()
+    ]
+    layout = frame_layout(
+        title,
+        400,
+        top=90,
+        xaxis=axis(None, type="category", tickangle=-45),
+        yaxis=axis(y_title, type="log", exponentformat="e"),
+        barmode="group",
+        legend=dict(orientation="h", yanchor="bottom", y=1.0),
+    )
+    return go.Figure(data=traces, layout=layout)

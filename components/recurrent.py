@@ -13,12 +13,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
-from plotly.subplots import make_subplots
 
 from components.i18n import t
 from components.labels import token_labels
+from components.layout import axis, frame_layout, grid_layout, subplot_suffix
+from components.layout import hline as hline_shape
 
-_FONT = dict(size=14)
 MODEL_COLORS = dict(zip(("RNN", "LSTM", "GRU", "Transformer"), qualitative.D3, strict=False))
 F32_MAX = float(np.finfo(np.float32).max)
 # log10 of the smallest value a heatmap shows; exact zeros (underflow) sit here.
@@ -30,13 +30,6 @@ STATE_COLORSCALE = "RdBu"
 def chartable(values: np.ndarray) -> int:
     """How many values are NaN or inf (and so changed or left out before drawing)."""
     return int((~np.isfinite(np.asarray(values, dtype=np.float64))).sum())
-
-
-def _finish(fig: go.Figure, title: str, height: int, top: int = 70) -> go.Figure:
-    fig.update_xaxes(automargin=True)
-    fig.update_yaxes(automargin=True)
-    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=top, b=10), font=_FONT)
-    return fig
 
 
 def lines_figure(
@@ -53,7 +46,7 @@ def lines_figure(
 ) -> go.Figure:
     """One line per name: `curves[name] = (x, y)`. On a log axis, points ≤ 0 are left out
     (an exact zero has no logarithm); NaN and inf are always left out."""
-    fig = go.Figure()
+    traces = []
     colors = {**MODEL_COLORS, **(colors or {})}
     for name, (x, y) in curves.items():
         labels = (hover_labels or {}).get(name)
@@ -62,7 +55,7 @@ def lines_figure(
             keep &= np.asarray(y, dtype=np.float64) > 0
         xs, ys = np.asarray(x)[keep], np.asarray(y, dtype=np.float64)[keep]
         text = [labels[i] for i in np.flatnonzero(keep)] if labels is not None else None
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 x=xs,
                 y=ys,
@@ -79,15 +72,21 @@ def lines_figure(
                 + "<extra></extra>",
             )
         )
+    shapes = []
     if hline is not None:
-        fig.add_hline(y=hline, line=dict(color="#444", width=1, dash="dot"))
-    fig.update_xaxes(title_text=x_title)
-    fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear", exponentformat="e")
-    # Below the plot: long names wrap onto several rows without covering the title.
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
-    fig = _finish(fig, title, 470, top=60)
-    fig.update_layout(margin=dict(b=40))
-    return fig
+        shapes.append(hline_shape(hline, dict(color="#444", width=1, dash="dot")))
+    layout = frame_layout(
+        title,
+        470,
+        top=60,
+        bottom=40,
+        xaxis=axis(x_title),
+        yaxis=axis(y_title, type="log" if log_y else "linear", exponentformat="e"),
+        # Below the plot: long names wrap onto several rows without covering the title.
+        legend=dict(orientation="h", yanchor="top", y=-0.3, x=0),
+        shapes=shapes,
+    )
+    return go.Figure(data=traces, layout=layout)
 
 
 def _log10_clamped(values: np.ndarray) -> np.ndarray:
@@ -105,21 +104,23 @@ def unit_heatmap(
     """`values [T, units]` as log10 |value|: x is the step, y the hidden unit."""
     logs = _log10_clamped(values)
     finite_max = float(logs.max())
-    fig = go.Figure(
-        go.Heatmap(
-            z=logs.T,
-            x=list(step_labels),
-            y=np.arange(logs.shape[1]),
-            zmin=max(float(logs.min()), finite_max - 12.0),
-            zmax=finite_max,
-            colorscale="Magma",
-            colorbar=dict(title=value_name, thickness=12),
-            hovertemplate=f"%{{x}}, {t('chart.unit')} %{{y}}<br>log10 = %{{z:.2f}}<extra></extra>",
-        )
+    heatmap = go.Heatmap(
+        z=logs.T,
+        x=list(step_labels),
+        y=np.arange(logs.shape[1]),
+        zmin=max(float(logs.min()), finite_max - 12.0),
+        zmax=finite_max,
+        colorscale="Magma",
+        colorbar=dict(title=value_name, thickness=12),
+        hovertemplate=f"%{{x}}, {t('chart.unit')} %{{y}}<br>log10 = %{{z:.2f}}<extra></extra>",
     )
-    fig.update_xaxes(title_text=t("chart.step"), type="category", showgrid=False, nticks=24)
-    fig.update_yaxes(title_text=t("chart.hidden_unit"), autorange="reversed", showgrid=False)
-    return _finish(fig, title, 440)
+    layout = frame_layout(
+        title,
+        440,
+        xaxis=axis(t("chart.step"), type="category", showgrid=False, nticks=24),
+        yaxis=axis(t("chart.hidden_unit"), autorange="reversed", showgrid=False),
+    )
+    return go.Figure(data=[heatmap], layout=layout)
 
 
 def gates_figure(
@@ -132,34 +133,35 @@ def gates_figure(
     """One heatmap row per gate `[T, units]` (first `max_units` units), sharing the step axis.
     Gates in (0, 1) use one colour scale; signed states (C, H̃) a diverging one."""
     names = list(gates)
-    fig = make_subplots(
-        rows=len(names), cols=1, shared_xaxes=True, vertical_spacing=0.04, subplot_titles=names
-    )
+    layout = grid_layout(len(names), 1, names, shared_xaxes=True, vertical_spacing=0.04)
     signed_limit = 1.0
-    unit = t("chart.unit")
     for name in names:
         if name in signed:
             values = np.asarray(gates[name], dtype=np.float64)[:, :max_units]
             values = np.where(np.isfinite(values), values, 0.0)
             signed_limit = max(signed_limit, float(np.abs(values).max()))
+    traces = []
+    unit = t("chart.unit")
     for row, name in enumerate(names, start=1):
         values = np.asarray(gates[name], dtype=np.float64)[:, :max_units]
         values = np.clip(np.where(np.isfinite(values), values, 0.0), -F32_MAX, F32_MAX)
         is_signed = name in signed
-        fig.add_trace(
+        suffix = subplot_suffix(row, 1, 1)
+        traces.append(
             go.Heatmap(
                 z=values.T.astype(np.float32),
                 x=list(step_labels),
                 y=np.arange(values.shape[1]),
                 coloraxis="coloraxis2" if is_signed else "coloraxis",
                 hovertemplate=f"{name}<br>%{{x}}, {unit} %{{y}}<br>%{{z:.3f}}<extra></extra>",
-            ),
-            row=row,
-            col=1,
+                xaxis=f"x{suffix}",
+                yaxis=f"y{suffix}",
+            )
         )
-        fig.update_yaxes(autorange="reversed", showgrid=False, title_text=unit, row=row, col=1)
-    fig.update_xaxes(type="category", showgrid=False, nticks=24)
-    fig.update_layout(
+        layout[f"yaxis{suffix}"].update(axis(unit, autorange="reversed", showgrid=False))
+        layout[f"xaxis{suffix}"].update(automargin=True, type="category", showgrid=False, nticks=24)
+    layout.update(
+        frame_layout(title, 150 + 170 * len(names), top=80),
         coloraxis=dict(
             colorscale=GATE_COLORSCALE,
             cmin=0.0,
@@ -174,7 +176,7 @@ def gates_figure(
             colorbar=dict(title=t("chart.state"), thickness=12, len=0.45, y=0.22),
         ),
     )
-    return _finish(fig, title, 150 + 170 * len(names), top=80)
+    return go.Figure(data=traces, layout=layout)
 
 
 def clipping_figure(
@@ -187,15 +189,16 @@ def clipping_figure(
 ) -> go.Figure:
     """Two bar groups: the total gradient norm (log axis) and the early steps' share (%),
     each without and with clipping. A non-finite value gets no bar (the page says why)."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(total_title, share_title))
+    layout = grid_layout(1, 2, (total_title, share_title))
     colors = ("#1f77b4", "#ff7f0e")
     names = list(totals)
     total_values = np.array([totals[n] for n in names], dtype=np.float64)
     share_values = 100 * np.array([shares[n] for n in names], dtype=np.float64)
+    traces = []
     for col, values, suffix in ((1, total_values, ""), (2, share_values, " %")):
         keep = np.isfinite(values) & (values > 0)
         kept = values[keep]
-        fig.add_trace(
+        traces.append(
             go.Bar(
                 x=[n for n, k in zip(names, keep, strict=True) if k],
                 y=kept,
@@ -205,19 +208,22 @@ def clipping_figure(
                 cliponaxis=False,
                 showlegend=False,
                 hovertemplate="%{x}: %{y:.3e}" + suffix + "<extra></extra>",
-            ),
-            row=1,
-            col=col,
+                xaxis=f"x{subplot_suffix(1, col, 2)}",
+                yaxis=f"y{subplot_suffix(1, col, 2)}",
+            )
         )
+        axis_suffix = subplot_suffix(1, col, 2)
         if not keep.all():
-            fig.add_annotation(
-                text=t("chart.no_bar"),
-                xref=f"x{col if col > 1 else ''} domain",
-                yref=f"y{col if col > 1 else ''} domain",
-                x=0.5,
-                y=0.5,
-                showarrow=False,
-                font=dict(color="#b22"),
+            layout.setdefault("annotations", []).append(
+                dict(
+                    text=t("chart.no_bar"),
+                    xref=f"x{axis_suffix} domain",
+                    yref=f"y{axis_suffix} domain",
+                    x=0.5,
+                    y=0.5,
+                    showarrow=False,
+                    font=dict(color="#b22"),
+                )
             )
         # Log axes from a decade under the smallest bar to a decade over the largest, so
         # bars of very different sizes (and the threshold line) stay readable.
@@ -227,17 +233,19 @@ def clipping_figure(
             low, high = min(low, threshold), max(high, threshold)
         else:
             high = max(high, 100.0)
-        fig.update_yaxes(
+        layout[f"yaxis{axis_suffix}"].update(
+            automargin=True,
             type="log",
             exponentformat="e",
             range=[np.log10(low) - 1, np.log10(high) + 0.5],
             ticksuffix=suffix,
-            row=1,
-            col=col,
         )
-    fig.add_hline(y=threshold, line=dict(color="#444", dash="dot"), row=1, col=1)
-    fig.update_xaxes(type="category")
-    return _finish(fig, title, 400, top=90)
+        layout[f"xaxis{axis_suffix}"].update(automargin=True, type="category")
+    layout.update(
+        frame_layout(title, 400, top=90),
+        shapes=[hline_shape(threshold, dict(color="#444", dash="dot"))],
+    )
+    return go.Figure(data=traces, layout=layout)
 
 
 def step_labels(tokens: Sequence[str] | None, n_steps: int) -> list[str]:

@@ -280,7 +280,8 @@ def load_attention_model(key: str):
     `key` is one the catalogue listed; a refused model raises ModelRefused."""
     from models.catalog import SHIPPED_KEY, Settings, model_folder
     from models.hf_models import AttentionModel
-    from models.pretrained import PretrainedEncoder, limit_threads, settle_heap
+    from models.pretrained import PretrainedEncoder
+    from models.runtime import limit_threads, settle_heap
 
     limit_threads()
     if key == SHIPPED_KEY:
@@ -302,7 +303,7 @@ def load_encoder():
 @st.cache_resource(show_spinner=False, max_entries=1)
 def _cached_lineage() -> list:
     from models.lineage import measure_all
-    from models.pretrained import limit_threads
+    from models.runtime import limit_threads
 
     limit_threads()
     return measure_all()
@@ -369,9 +370,10 @@ def load_tokenizer():
 def load_transformer(positional: str = "sinusoidal", causal: bool = False, seed: int = 0):
     """One frozen random Transformer per (encoding, direction, seed), shared by every session:
     only ever read (no hooks, nothing stored on it)."""
-    from models.pretrained import settle_heap
+    from models.runtime import limit_threads, settle_heap
     from models.transformer import Transformer, TransformerConfig
 
+    limit_threads()
     cfg = TransformerConfig(
         d_vocab=load_tokenizer().vocab_size, positional=positional, causal=causal
     )
@@ -397,7 +399,9 @@ def load_recurrent(
     """One frozen RNN, LSTM or GRU per (config, seed), shared by every session: only ever read
     (no hooks, nothing stored on it, gradients only with respect to per-request tensors)."""
     from models.recurrent import Recurrent, RecurrentConfig
+    from models.runtime import limit_threads
 
+    limit_threads()
     cfg = RecurrentConfig(
         cell=cell,
         num_inputs=num_inputs,

@@ -10,7 +10,7 @@ what is on it, with environment variables read when the list is built:
   offer those hub models, downloaded on first choice (safetensors, JSON and tokenizer files
   only), and only while the hub can be reached. Otherwise nothing goes to the network.
 - SEQLENS_MAX_PARAMS (default 500M; "1.5B", "120M" or a plain number): larger models are
-  refused with a message saying so.
+  refused with a message saying so (the shipped 22.7 M-parameter MiniLM is always offered).
 
 The shipped all-MiniLM-L6-v2 is always first. Folders that cannot be offered (a pickle
 checkpoint only, an unknown architecture, remote code, too large) stay on the list with
@@ -105,7 +105,7 @@ class ModelChoice:
         return not self.refused
 
 
-def _checked(choice: ModelChoice, max_params: int) -> ModelChoice:
+def _checked(choice: ModelChoice, max_params: int | None) -> ModelChoice:
     try:
         info = check_folder(Path(choice.location), max_params)
     except ModelRefused as refusal:
@@ -115,11 +115,12 @@ def _checked(choice: ModelChoice, max_params: int) -> ModelChoice:
     return replace(choice, model_type=info.model_type, n_params=info.n_params)
 
 
-def shipped_choice(max_params: int) -> ModelChoice:
+def shipped_choice() -> ModelChoice:
+    """all-MiniLM-L6-v2 is part of SeqLens: always offered, whatever the parameter limit."""
     from models.pretrained import default_model_path
 
     path = default_model_path()
-    return _checked(ModelChoice(SHIPPED_KEY, "shipped", SHIPPED_KEY, str(path)), max_params)
+    return _checked(ModelChoice(SHIPPED_KEY, "shipped", SHIPPED_KEY, str(path)), None)
 
 
 def _model_folders(root: Path) -> list[tuple[str, Path]]:
@@ -210,7 +211,7 @@ def list_models(settings: Settings | None = None) -> list[ModelChoice]:
     settings = settings or Settings.from_env()
     cache = cache_choices(settings)
     return [
-        shipped_choice(settings.max_params),
+        shipped_choice(),
         *folder_choices(settings),
         *cache,
         *hub_choices(settings, {choice.name for choice in cache}),

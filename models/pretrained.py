@@ -8,19 +8,27 @@ eager attention, safetensors only, one shared instance that is only ever read.
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from models.hf_models import MAX_TOKENS, AttentionConfig, AttentionModel
 from models.inputs import Tokenized
 
+# Long imported from here by the loaders; they live in models/runtime.py now.
+from models.runtime import limit_threads, settle_heap
+
 MODEL_NAME = "all-MiniLM-L6-v2"
 # The shape of a loaded model, under TransformerLens names (the older name, kept).
 EncoderConfig = AttentionConfig
-__all__ = ["MAX_TOKENS", "MODEL_NAME", "EncoderConfig", "PretrainedEncoder"]
+__all__ = [
+    "MAX_TOKENS",
+    "MODEL_NAME",
+    "EncoderConfig",
+    "PretrainedEncoder",
+    "limit_threads",
+    "settle_heap",
+]
 
 
 def default_model_path() -> Path:
@@ -49,28 +57,16 @@ def unknown_spans(tokenized: Tokenized, text: str, unknown_token: str) -> list[s
 
 def accent_changes(text: str, tokenizer) -> list[tuple[str, str]]:
     """Words the tokenizer's normaliser changes beyond lowercasing (accents stripped)."""
-    normalizer = tokenizer.backend_tokenizer.normalizer
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    normalizer = backend.normalizer if backend is not None else None
+    if normalizer is None:
+        return []
     changes = []
     for word in text.split():
-        normalised = normalizer.normalize_str(word) if normalizer else word.lower()
-        # The normaliser pads each CJK character with spaces; that changes no letter.
-        normalised = normalised.replace(" ", "")
-        if normalised != word.lower() and (word, normalised) not in changes:
+        # BERT's normaliser pads each CJK character with spaces, and SentencePiece-style
+        # ones mark spaces with ▁: neither changes a letter.
+        normalised = normalizer.normalize_str(word).replace(" ", "").replace("▁", "")
+        # Cased models keep the case; uncased ones only lowercase: neither is a change here.
+        if normalised not in (word, word.lower()) and (word, normalised) not in changes:
             changes.append((word, normalised))
     return changes
-
-
-def limit_threads(n: int = 1) -> None:
-    """Many visitors share two cores: one thread per forward pass keeps latency steady."""
-    torch.set_num_threads(n)
-
-
-def settle_heap() -> None:
-    """Move everything loaded so far out of the garbage collector's sight.
-
-    torch and transformers leave ~430,000 long-lived objects; each full collection
-    walked them all (250–470 ms measured here, after every rerun of every visitor).
-    Frozen, they are skipped: a full collection then took under 1 ms.
-    """
-    gc.collect()
-    gc.freeze()

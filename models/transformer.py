@@ -77,18 +77,31 @@ def attention(
     v: torch.Tensor,
     causal: bool = False,
     bias: torch.Tensor | None = None,
+    mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """softmax(QKᵀ/√d_k + bias, masked)·V, written out. Shapes `[..., pos, d_k]`.
+
+    `mask` is boolean `[query_pos, key_pos]`, True where a query may see a key (PyTorch's
+    convention for boolean attention masks); it combines with `causal`. A query that may
+    see no key at all gets zero weights (softmax of an all −inf row would be NaN), as
+    PyTorch's fused attention gives.
 
     Returns (scores, pattern, z): scores after scale, bias and mask (−inf where masked).
     """
     scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
     if bias is not None:
         scores = scores + bias
+    allowed = mask.to(q.device) if mask is not None else None
     if causal:
-        allowed = subsequent_mask(q.shape[-2], k.shape[-2]).to(q.device)
+        tril = subsequent_mask(q.shape[-2], k.shape[-2]).to(q.device)
+        allowed = tril if allowed is None else allowed & tril
+    if allowed is not None:
         scores = scores.masked_fill(~allowed, float("-inf"))
     pattern = torch.softmax(scores, dim=-1)
+    if allowed is not None:
+        sees_nothing = ~allowed.any(dim=-1, keepdim=True)
+        if bool(sees_nothing.any()):
+            pattern = pattern.masked_fill(sees_nothing, 0.0)
     return scores, pattern, pattern @ v
 
 
@@ -122,7 +135,12 @@ class Attention(nn.Module):
         self.b_O = nn.Parameter(torch.zeros(d))
 
     def forward(
-        self, x: torch.Tensor, memory: torch.Tensor | None, cache: Cache | None, name: str
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None,
+        cache: Cache | None,
+        name: str,
+        mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         source = memory if self.cross else x
         # `...` is an optional batch dimension (training runs batches; the lessons do not).
@@ -140,7 +158,7 @@ class Attention(nn.Module):
             alibi = pe.alibi_bias(self.cfg.n_heads, n, n, causal=self.cfg.causal)
             bias = torch.from_numpy(alibi).to(x.dtype)
         causal = self.cfg.causal and not self.cross
-        scores, pattern, z = attention(q, k, v, causal=causal, bias=bias)
+        scores, pattern, z = attention(q, k, v, causal=causal, bias=bias, mask=mask)
         result = torch.einsum("...hqe,hed->...qd", z, self.W_O) + self.b_O
         for hook, value in (
             ("hook_q", q),
@@ -179,12 +197,24 @@ class Block(nn.Module):
         self.mlp = MLP(cfg, generator)
 
     def forward(
-        self, x: torch.Tensor, memory: torch.Tensor | None, cache: Cache | None, layer: int
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None,
+        cache: Cache | None,
+        layer: int,
+        mask: torch.Tensor | None = None,
+        cross_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         _record(cache, f"blocks.{layer}.hook_resid_pre", x)
-        x = x + self.attn(self.ln1(x), None, cache, f"blocks.{layer}.attn")
+        normalized = self.ln1(x)
+        _record(cache, f"blocks.{layer}.ln1.hook_normalized", normalized)
+        x = x + self.attn(normalized, None, cache, f"blocks.{layer}.attn", mask)
         if hasattr(self, "cross_attn"):
-            x = x + self.cross_attn(self.ln_cross(x), memory, cache, f"blocks.{layer}.cross_attn")
+            query_in = self.ln_cross(x)
+            _record(cache, f"blocks.{layer}.ln_cross.hook_normalized", query_in)
+            x = x + self.cross_attn(
+                query_in, memory, cache, f"blocks.{layer}.cross_attn", cross_mask
+            )
         mlp_out = self.mlp(self.ln2(x))
         _record(cache, f"blocks.{layer}.hook_mlp_out", mlp_out)
         x = x + mlp_out
@@ -230,7 +260,14 @@ class Transformer(nn.Module):
             raise ValueError(f"token ids must be in [0, {self.cfg.d_vocab})")
         return tokens
 
-    def _run(self, tokens, memory: torch.Tensor | None, cache: Cache | None) -> torch.Tensor:
+    def _run(
+        self,
+        tokens,
+        memory: torch.Tensor | None,
+        cache: Cache | None,
+        mask: torch.Tensor | None = None,
+        cross_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         # A batch `[batch, pos]` only without a cache: traces are of one sequence.
         tokens = self._tokens(tokens, batched=cache is None)
         if self.cfg.cross_attention and memory is None:
@@ -242,20 +279,32 @@ class Transformer(nn.Module):
             _record(cache, "hook_pos_embed", pos)
             x = x + pos
         for layer, block in enumerate(self.blocks):
-            x = block(x, memory, cache, layer)
+            x = block(x, memory, cache, layer, mask, cross_mask)
         out = self.ln_final(x)
         _record(cache, "hook_output", out)
         return out
 
-    def forward(self, tokens, memory: torch.Tensor | None = None) -> torch.Tensor:
-        return self._run(tokens, memory, None)
+    def forward(
+        self,
+        tokens,
+        memory: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        cross_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """`mask` (boolean `[pos, pos]`, True = may see) restricts self-attention in every
+        block, on top of `causal`; `cross_mask` (`[pos, source_pos]`) cross-attention."""
+        return self._run(tokens, memory, None, mask, cross_mask)
 
     def run_with_cache(
-        self, tokens, memory: torch.Tensor | None = None
+        self,
+        tokens,
+        memory: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        cross_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, Cache]:
         cache: Cache = {}
         with torch.no_grad():
-            out = self._run(tokens, memory, cache)
+            out = self._run(tokens, memory, cache, mask, cross_mask)
         return out, cache
 
 

@@ -244,6 +244,7 @@ st.caption(t("heads.all_caption"))
 
 # Special tokens ([CLS], [SEP], <s>) are skipped when looking for a strongest link.
 specials = run.special_positions
+special_names = ", ".join(dict.fromkeys(tokens[i] for i in specials)) or t("heads.no_specials")
 one, focus = st.columns(2)
 with one:
     st.subheader(t("heads.one_title", layer=layer, head=head))
@@ -303,6 +304,7 @@ with focus:
         st.text(
             t(
                 "heads.focus_best",
+                specials=special_names,
                 token=tokens[query],
                 key=tokens[best_key],
                 weight=best_w,
@@ -331,7 +333,7 @@ show_chart(
     key="summary",
     summary=head_statistics_summary(
         {name: stats[name] for name in stat_names},
-        {name: t(f"heads.stat.{name}") for name in stat_names},
+        stat_titles,
     ),
     data={"layer": range(n_layers), "head": range(n_heads)}
     | {name: stats[name] for name in stat_names},
@@ -358,8 +360,8 @@ switched_off = linked_multiselect(
     format_func=lambda i: head_label(*divmod(i, n_heads)),
 )
 heads_off = tuple(divmod(i, n_heads) for i in sorted(switched_off))
-change = ablation_run(model_key, sentence.text, heads_off)
-if not heads_off:
+change = ablation_run(model_key, sentence.text, heads_off) if heads_off else None
+if change is None:
     st.info(t("heads.ablate_none"))
 elif cfg.causal:
     top_before, top_after = vocab_token(change.top_before), vocab_token(change.top_after)
@@ -403,30 +405,50 @@ else:
         data={"token": labels, "cosine_similarity": token_cosine},
     )
 
-effects = every_head_run(model_key, sentence.text)
-effect_name = "kl" if cfg.causal else "distance"
-strongest = np.unravel_index(int(np.argmax(effects)), effects.shape)
-show_chart(
-    head_summary_figure(
-        {effect_name: effects},
-        titles={effect_name: t(f"heads.effect.{effect_name}")},
-        formats={effect_name: ".3f" if cfg.causal else ".4f"},
-    ),
-    key="every_head_effect",
-    summary=t(
-        "heads.effect_summary",
-        layer=int(strongest[0]),
-        head=int(strongest[1]),
-        value=float(effects[strongest]),
-        median=float(np.median(effects)),
-    ),
-    data={
-        "layer": np.repeat(np.arange(n_layers), n_heads),
-        "head": np.tile(np.arange(n_heads), n_layers),
-        effect_name: effects.reshape(-1),
-    },
-)
-st.caption(t("heads.effect_caption"))
+
+def every_head_grid() -> None:
+    effects = every_head_run(model_key, sentence.text)
+    effect_name = "kl" if cfg.causal else "distance"
+    strongest = np.unravel_index(int(np.argmax(effects)), effects.shape)
+    show_chart(
+        head_summary_figure(
+            {effect_name: effects},
+            titles={effect_name: t(f"heads.effect.{effect_name}")},
+            formats={effect_name: ".3f" if cfg.causal else ".4f"},
+        ),
+        key="every_head_effect",
+        summary=t(
+            "heads.effect_summary",
+            layer=int(strongest[0]),
+            head=int(strongest[1]),
+            value=float(effects[strongest]),
+            median=float(np.median(effects)),
+        ),
+        data={
+            "layer": np.repeat(np.arange(n_layers), n_heads),
+            "head": np.tile(np.arange(n_heads), n_layers),
+            effect_name: effects.reshape(-1),
+        },
+    )
+    st.caption(t("heads.effect_caption"))
+
+
+def measure_every_head(measured: tuple[str, str]) -> None:
+    st.session_state["_every_head_for"] = measured
+
+
+# One pass per head (in batches): run on request, not on every keystroke.
+measured = (model_key, sentence.text)
+if st.session_state.get("_every_head_for") == measured:
+    every_head_grid()
+else:
+    st.button(
+        t("heads.effect_run", count=n_layers * n_heads),
+        key="every_head_go",
+        on_click=measure_every_head,
+        args=(measured,),
+    )
+    st.caption(t("heads.effect_pending"))
 
 # --- attention rollout -------------------------------------------------------------------
 st.subheader(t("heads.rollout_title"))

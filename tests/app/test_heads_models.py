@@ -79,8 +79,21 @@ def test_switching_a_gpt2_head_off_shows_next_token_probabilities_before_and_aft
     assert [bar["name"] for bar in bars] == ["all heads", "1 head(s) off"]
     assert bars[0]["y"] == bars[1]["y"]
     assert any("KL divergence" in c.value for c in at.caption)
-    effects = chart(at, "every_head_effect")["data"][0]
-    assert effects["name"] == "kl"
+
+
+def test_every_head_is_measured_alone_on_request_for_this_sentence():
+    at = open_lesson("heads", SENTENCE, model="folder:tiny-gpt2")
+    with pytest.raises(AssertionError):
+        chart(at, "every_head_effect")  # not on every keystroke: only when asked
+    at.button(key="every_head_go").click().run()
+    grid = chart(at, "every_head_effect")["data"][0]
+    assert grid["name"] == "kl"
+    assert np.all(plotly_array(grid["z"]) > 0.0) and plotly_array(grid["z"]).shape == (2, 4)
+    # Another sentence asks again.
+    at.text_input(key="sentence").set_value("the dog sat").run()
+    with pytest.raises(AssertionError):
+        chart(at, "every_head_effect")
+    assert at.button(key="every_head_go")
 
 
 def test_no_head_off_says_the_output_is_the_original():
@@ -132,3 +145,16 @@ def test_the_model_choice_speaks_chinese():
     assert any(m.startswith("分组查询注意力") for m in messages(at))
     assert at.selectbox(key="model").value == "folder:tiny-llama"
     assert "模型文件夹" in at.selectbox(key="model").options[3]
+
+
+def test_models_over_the_operators_parameter_limit_are_listed_with_the_reason(monkeypatch):
+    monkeypatch.setenv("SEQLENS_MAX_PARAMS", "20k")
+    model_choices.clear()
+    at = open_lesson("heads", SENTENCE, model="folder:tiny-gpt2")
+    assert not at.exception
+    # Every tiny model has 25–35 thousand parameters: all refused. MiniLM ships with
+    # SeqLens and stays on offer, so a link to a refused model falls back to it.
+    assert [o.split(" · ")[0] for o in at.selectbox(key="model").options] == ["all-MiniLM-L6-v2"]
+    assert at.selectbox(key="model").value == "all-MiniLM-L6-v2"
+    refused = [text for text in texts(at) if "over this server's limit of 20.0 k" in text]
+    assert [text.split(":")[0] for text in refused] == ["tiny-bert", "tiny-gpt2", "tiny-llama"]

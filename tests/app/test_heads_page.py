@@ -23,8 +23,8 @@ def labels(tokens: list[str]) -> list[str]:
 def test_default_sentence_draws_every_chart_with_its_tokens():
     at = open_lesson("heads")
     assert not at.exception
-    # heads, one head, token focus, head statistics, every head switched off, rollout
-    assert len(chart_specs(at)) == 6
+    # heads, one head, token focus, head statistics, rollout
+    assert len(chart_specs(at)) == 5
     one = chart(at, "one_head")["data"][0]
     assert one["x"] == labels(DEFAULT_TOKENS)
     assert one["y"] == labels(DEFAULT_TOKENS)
@@ -122,8 +122,8 @@ def test_show_strongest_head_button_selects_that_head():
 def test_invalid_layer_and_head_in_the_link_fall_back_to_valid_ones():
     at = open_lesson("heads", "The cat sat", layer="99", head="abc")
     assert not at.exception
-    # heads, one head, token focus, head statistics, every head switched off, rollout
-    assert len(chart_specs(at)) == 6
+    # heads, one head, token focus, head statistics, rollout
+    assert len(chart_specs(at)) == 5
 
 
 def test_preset_fills_the_sentence_box():

@@ -23,7 +23,8 @@ except ImportError:  # the `browser` fixture skips (or fails in CI) with an inst
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 
 CHART = '[data-testid="stPlotlyChart"]'
-SENTENCE_INPUT = '[data-testid="stTextInput"] input'
+# The shared sentence box (a lesson may have text boxes of its own).
+SENTENCE_INPUT = '.st-key-sentence [data-testid="stTextInput"] input'
 NAV_LINKS = '[data-testid="stSidebarNav"] a'
 CURRENT_NAV_LINK = f'{NAV_LINKS}[aria-current="page"]'
 EXCEPTION = '[data-testid="stException"]'

@@ -95,3 +95,26 @@ def test_own_transformer_gives_each_thread_its_own_serial_answer(positional):
         for name in expected_cache:
             np.testing.assert_allclose(cache[name], expected_cache[name], atol=1e-5)
     assert_untouched(model, before)
+
+
+def test_ablations_from_many_threads_switch_off_only_their_own_heads(encoder):
+    """Each visitor switches different heads off on the one shared MiniLM at once."""
+    from models.ablation import ablate
+
+    before = fingerprint(encoder.model)
+    choices = [((3, 1),), ((5, 11), (0, 0)), (), ((2, 7),), ((1, 1), (4, 4), (5, 5)), ((0, 3),)]
+    inputs = [(SENTENCES[i % len(SENTENCES)], heads) for i, heads in enumerate(choices)]
+
+    def work(job):
+        text, heads = job
+        change = ablate(encoder, encoder.tokenize(text), heads)
+        return change.cosine, change.token_cosine
+
+    serial, parallel = run_everywhere(work, inputs)
+    assert serial[2][0] == pytest.approx(1.0, abs=1e-12)  # no head off: unchanged
+    assert len({round(cosine, 9) for cosine, _ in serial}) == len(inputs)
+    for i, (cosine, tokens) in enumerate(parallel):
+        expected_cosine, expected_tokens = serial[i % len(inputs)]
+        assert cosine == pytest.approx(expected_cosine, abs=1e-6)
+        np.testing.assert_allclose(tokens, expected_tokens, atol=1e-5)
+    assert_untouched(encoder.model, before)

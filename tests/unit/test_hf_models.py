@@ -170,7 +170,7 @@ def test_a_folder_with_only_a_pickle_checkpoint_is_refused(tiny_models_dir, tmp_
     assert "pytorch_model.bin" in refused.value.params["files"]
     with pytest.raises(ModelRefused, match="pickle_only"):
         AttentionModel(folder)
-    [choice] = [c for c in list_models(Settings(models_dir=tmp_path, use_cache=False))[1:]]
+    [choice] = list_models(Settings(models_dir=tmp_path, use_cache=False))[1:]
     assert choice.refused == "pickle_only" and not choice.offered
     with pytest.raises(ModelRefused, match="pickle_only"):
         model_folder(choice, Settings(models_dir=tmp_path))
@@ -263,3 +263,91 @@ def test_the_hub_libraries_are_told_to_stay_offline():
 
     assert os.environ["HF_HUB_OFFLINE"] == "1"
     assert os.environ["HF_HUB_DISABLE_TELEMETRY"] == "1"
+
+
+# --- the Hugging Face cache and the hub ------------------------------------------------
+
+
+def _cache_entry(cache, repo_id: str, source) -> None:
+    """A model in the layout huggingface_hub writes: refs/main names a snapshot folder."""
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    revision = "0123456789abcdef0123456789abcdef01234567"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(revision)
+    (repo / "blobs").mkdir()
+    shutil.copytree(source, repo / "snapshots" / revision)
+
+
+def test_models_already_in_the_local_cache_are_offered_without_a_download(
+    tiny_models_dir, tmp_path
+):
+    _cache_entry(tmp_path, "someone/tiny-llama", tiny_models_dir / "tiny-llama")
+    settings = Settings(cache_dir=tmp_path)
+    [choice] = [c for c in list_models(settings) if c.source == "cache"]
+    assert choice.key == "cache:someone/tiny-llama" and choice.offered
+    model = AttentionModel(model_folder(choice, settings), settings.max_params)
+    assert model.cfg.n_kv_heads == 2
+    assert [c.source for c in list_models(Settings(cache_dir=tmp_path, use_cache=False))] == [
+        "shipped"
+    ]
+
+
+def test_a_hub_model_is_checked_from_its_index_before_anything_is_downloaded(monkeypatch):
+    import huggingface_hub
+    from huggingface_hub.errors import NotASafetensorsRepoError
+
+    import models.catalog as catalog
+
+    downloads = []
+
+    class Meta:
+        parameter_count = {"F32": 600_000_000}
+
+    monkeypatch.setattr(huggingface_hub, "get_safetensors_metadata", lambda repo: Meta())
+    monkeypatch.setattr(
+        huggingface_hub,
+        "snapshot_download",
+        lambda *a, **k: downloads.append((a, k)) or "/models/org/small",
+    )
+    with pytest.raises(ModelRefused) as refused:
+        catalog.fetch_from_hub("org/big", 500_000_000)
+    assert refused.value.code == "too_large" and downloads == []
+
+    def no_safetensors(repo):
+        raise NotASafetensorsRepoError("only pytorch_model.bin")
+
+    monkeypatch.setattr(huggingface_hub, "get_safetensors_metadata", no_safetensors)
+    with pytest.raises(ModelRefused, match="pickle_only"):
+        catalog.fetch_from_hub("org/old", 500_000_000)
+
+    def offline(repo):
+        raise OSError("no network")
+
+    monkeypatch.setattr(huggingface_hub, "get_safetensors_metadata", offline)
+    with pytest.raises(ModelRefused, match="hub_unreachable"):
+        catalog.fetch_from_hub("org/any", 500_000_000)
+
+    Meta.parameter_count = {"F32": 1000}
+    monkeypatch.setattr(huggingface_hub, "get_safetensors_metadata", lambda repo: Meta())
+    assert str(catalog.fetch_from_hub("org/small", 500_000_000)) == "/models/org/small"
+    [(args, kwargs)] = downloads
+    assert args == ("org/small",)
+    assert not any(p.endswith((".bin", ".pt", ".pth", ".ckpt")) for p in kwargs["allow_patterns"])
+
+
+def test_cased_and_sentencepiece_normalisers_report_no_accent_changes(loaded):
+    from tokenizers import normalizers
+
+    from models.pretrained import accent_changes
+
+    class WithNormaliser:
+        def __init__(self, normalizer):
+            self.backend_tokenizer = type("Backend", (), {"normalizer": normalizer})()
+
+    sentencepiece = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    cased = normalizers.BertNormalizer(lowercase=False)
+    for normalizer in (sentencepiece, cased, None):
+        assert accent_changes("The café is Open", WithNormaliser(normalizer)) == []
+    stripping = normalizers.BertNormalizer(lowercase=True)
+    assert accent_changes("The café", WithNormaliser(stripping)) == [("café", "cafe")]
+    assert accent_changes("The café", loaded["gpt2"].tokenizer) == []

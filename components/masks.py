@@ -1,0 +1,232 @@
+"""Figures of the masks lesson: numpy arrays and labels in, plotly figures out.
+
+Masked cells are never sent as −inf or NaN (no non-finite number reaches the browser):
+the values trace leaves them empty (null) and a grey overlay draws them, labelled with
+the text the caller gives ("−∞" before softmax, "0" after).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from components.palette import ATTENTION_COLORSCALE
+from components.positional import ENCODING_COLORSCALE, curves_figure
+
+_FONT = dict(size=13)
+MASKED_COLOR = "#8c8c8c"
+# Up to this many cells per side, each cell carries its number (or its −∞) as text.
+_TEXT_UP_TO = 16
+BAR_COLORS = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd")
+
+
+def _finish(fig: go.Figure, title: str, height: int, top: int = 60) -> go.Figure:
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    fig.update_layout(
+        title=dict(text=title, font=dict(size=15)),
+        height=height,
+        margin=dict(l=10, r=10, t=top, b=10),
+        font=_FONT,
+    )
+    return fig
+
+
+def _with_gaps(values: np.ndarray, hidden: np.ndarray) -> list[list[float | None]]:
+    """Rows of numbers with None where hidden: plotly leaves those cells empty."""
+    rounded = np.where(hidden, 0.0, values).astype(np.float64)
+    return [
+        [None if gap else float(v) for v, gap in zip(row, gaps, strict=True)]
+        for row, gaps in zip(rounded, hidden, strict=True)
+    ]
+
+
+def shape_text(array: np.ndarray) -> str:
+    return " × ".join(str(n) for n in array.shape)
+
+
+def step_heatmap(
+    matrix: np.ndarray,
+    title: str,
+    x_labels: Sequence[str],
+    y_labels: Sequence[str],
+    x_title: str = "",
+    y_title: str = "",
+    masked: np.ndarray | None = None,
+    masked_text: str = "−∞",
+    weights: bool = False,
+    value_name: str = "value",
+    cell_text: bool = True,
+    value_format: str = ".2f",
+    show_scale: bool = True,
+) -> go.Figure:
+    """One step of attention as a heatmap: rows are queries (or positions), columns keys
+    (or dimensions). `masked` cells are drawn grey with `masked_text`; `weights` uses the
+    0…1 attention colours, otherwise diverging colours centred on zero. Small matrices
+    write each value in its cell (`cell_text`, in `value_format`)."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    hidden = np.zeros(matrix.shape, dtype=bool) if masked is None else np.asarray(masked)
+    finite = matrix[~hidden]
+    if not np.isfinite(finite).all():
+        raise ValueError("a chart was given NaN or inf outside the masked cells")
+    limit = float(np.abs(finite).max()) if finite.size else 1.0
+    limit = limit or 1.0
+    small = cell_text and max(matrix.shape) <= _TEXT_UP_TO
+    scale = dict(zmin=0.0, zmax=1.0) if weights else dict(zmid=0.0, zmin=-limit, zmax=limit)
+    fig = go.Figure(
+        go.Heatmap(
+            z=_with_gaps(matrix, hidden),
+            x=list(x_labels),
+            y=list(y_labels),
+            colorscale=ATTENTION_COLORSCALE if weights else ENCODING_COLORSCALE,
+            colorbar=dict(title=value_name, thickness=10),
+            showscale=show_scale,
+            texttemplate=f"%{{z:{value_format}}}" if small else None,
+            textfont=dict(size=9),
+            hovertemplate=f"%{{y}} · %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
+            name=value_name,
+            **scale,
+        )
+    )
+    if hidden.any():
+        fig.add_trace(
+            go.Heatmap(
+                z=_with_gaps(np.ones(matrix.shape), ~hidden),
+                x=list(x_labels),
+                y=list(y_labels),
+                colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]],
+                showscale=False,
+                # Text only on the masked cells: plotly writes text on empty cells too.
+                text=np.where(hidden, masked_text, "").tolist(),
+                texttemplate="%{text}" if small else None,
+                textfont=dict(color="white", size=10),
+                hovertemplate=f"%{{y}} · %{{x}}<br>{masked_text}<extra></extra>",
+                name=masked_text,
+            )
+        )
+    # Keys along the bottom: a top axis would share its space with the title.
+    fig.update_xaxes(title_text=x_title, type="category", tickangle=-60, showgrid=False)
+    fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False)
+    return _finish(fig, title, 340 + 12 * min(len(y_labels), 40), top=50)
+
+
+def leakage_figure(
+    changes: Mapping[str, np.ndarray],
+    labels: Sequence[str],
+    edited: int,
+    title: str = "",
+    y_title: str = "",
+    edited_text: str = "",
+) -> go.Figure:
+    """Grouped bars of max |Δ output| per position, one bar per mask; exact zeros are
+    labelled "0" so they read as exact, not as small. The edited position is marked."""
+    fig = go.Figure()
+    for color, (name, values) in zip(BAR_COLORS, changes.items(), strict=False):
+        values = np.asarray(values, dtype=np.float64)
+        if not np.isfinite(values).all():
+            raise ValueError("a chart was given NaN or inf")
+        fig.add_trace(
+            go.Bar(
+                x=list(labels),
+                y=values,
+                name=name,
+                marker_color=color,
+                text=["0" if v == 0 else f"{v:.2g}" for v in values],
+                textposition="outside",
+                cliponaxis=False,
+                hovertemplate=f"{name}<br>%{{x}}: %{{y:.3e}}<extra></extra>",
+            )
+        )
+    fig.add_vrect(
+        x0=edited - 0.5,
+        x1=edited + 0.5,
+        fillcolor="#ffd54f",
+        opacity=0.35,
+        line_width=0,
+        layer="below",
+    )
+    if edited_text:
+        fig.add_annotation(
+            x=edited, y=1.0, yref="paper", text=edited_text, showarrow=False, yanchor="bottom"
+        )
+    fig.update_xaxes(type="category", tickangle=-45)
+    fig.update_yaxes(title_text=y_title, rangemode="tozero")
+    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.08))
+    return _finish(fig, title, 420, top=110)
+
+
+def log_x_curves(
+    curves: Mapping[str, np.ndarray],
+    x: np.ndarray,
+    title: str = "",
+    x_title: str = "",
+    y_title: str = "",
+    log_y: bool = False,
+    dashed: Sequence[str] = (),
+) -> go.Figure:
+    """Curves over a base-2 log x axis (d_k, sequence length); names in `dashed` are
+    reference lines, drawn dashed and without markers."""
+    fig = curves_figure(curves, x, title=title, x_title=x_title, y_title=y_title, log_y=log_y)
+    for trace in fig.data:
+        if trace.name in dashed:
+            trace.line.dash = "dash"
+        else:
+            trace.mode = "lines+markers"
+    fig.update_xaxes(type="log", dtick=np.log10(2), tickformat="d", tickangle=0)
+    if log_y:
+        fig.update_yaxes(dtick=1)  # one label per decade
+    # The legend under the plot: in a narrow column it would cover the title above it.
+    fig.update_layout(
+        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0, xanchor="left"),
+        margin=dict(t=60, b=10),
+        height=460,
+    )
+    return fig
+
+
+def cache_growth_figure(
+    keys: np.ndarray,
+    labels: Sequence[str],
+    new_rows: int,
+    title: str = "",
+    x_title: str = "",
+    y_title: str = "",
+) -> go.Figure:
+    """The cached keys of one head `[pos, d_head]`; the last `new_rows` rows (this step's)
+    outlined."""
+    keys = np.asarray(keys, dtype=np.float64)
+    fig = step_heatmap(
+        keys,
+        title,
+        [str(i) for i in range(keys.shape[1])],
+        labels,
+        x_title,
+        y_title,
+        value_name="K",
+    )
+    n = keys.shape[0]
+    fig.add_shape(
+        type="rect",
+        x0=-0.5,
+        x1=keys.shape[1] - 0.5,
+        y0=n - new_rows - 0.5,
+        y1=n - 0.5,
+        line=dict(color="#d62728", width=3),
+    )
+    fig.update_xaxes(tickangle=0)
+    return fig
+
+
+def extreme_cell(
+    matrix: np.ndarray, hidden: np.ndarray | None = None, by_size: bool = False
+) -> tuple[int, int, float]:
+    """(row, column, value) of the largest visible cell, or of the largest |value| when
+    `by_size`: what a chart's one-line summary names."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    score = np.abs(matrix) if by_size else matrix.copy()
+    if hidden is not None:
+        score[np.asarray(hidden)] = -np.inf
+    row, column = np.unravel_index(int(np.argmax(score)), matrix.shape)
+    return int(row), int(column), float(matrix[row, column])

@@ -1,0 +1,55 @@
+"""Process-wide settings for one server process that many visitors share on few cores.
+
+Plain Python and torch, no Streamlit: the app's loaders and frame call these.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+_settled: set[str] = set()
+_settled_lock = threading.Lock()
+
+
+def limit_threads(n: int = 1) -> None:
+    """One thread per torch operation.
+
+    With torch's default (one thread per core) every small operation is split across both
+    cores, and a thread that another process has pushed off a core keeps the other waiting:
+    on this shared 2-core machine the positional lesson's ten small forward passes took
+    hundreds of milliseconds that way, about 1 ms each with one thread. Visitors are served
+    in parallel by Streamlit's threads instead.
+    """
+    import torch  # here, not at the top: the frame imports this module on every page
+
+    # Always set: torch.get_num_threads() answers for the calling thread, which may differ.
+    torch.set_num_threads(n)
+
+
+def settle_heap() -> None:
+    """Move everything alive now out of the garbage collector's sight.
+
+    Streamlit runs a full collection after every rerun (`runner.postScriptGC`). torch,
+    transformers, plotly and Streamlit itself leave ~450,000 long-lived objects, and each
+    full collection walked them all (50 ms on the home page, 250–470 ms once the
+    pretrained model was loaded, after every rerun of every visitor). Frozen, they are
+    skipped: a full collection then takes about 1 ms and still frees each rerun's garbage.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+def settle_heap_once(name: str) -> bool:
+    """`settle_heap()` the first time `name` (a page) has run to its end in this process.
+
+    A page's first run imports what it needs lazily (plotly's validators, a model's
+    modules) and fills the caches; settling then keeps all of that out of every later
+    collection. Returns whether it settled now.
+    """
+    with _settled_lock:
+        if name in _settled:
+            return False
+        _settled.add(name)
+    settle_heap()
+    return True

@@ -1,0 +1,643 @@
+"""Lesson: attention masks and attention step by step, on the visitor's sentence."""
+
+import numpy as np
+import streamlit as st
+
+from components.frame import enter_lesson
+from components.i18n import t
+from components.labels import token_labels
+from components.masks import (
+    cache_growth_figure,
+    extreme_cell,
+    leakage_figure,
+    log_x_curves,
+    shape_text,
+    step_heatmap,
+)
+from components.positional import curves_figure
+from components.widgets import (
+    DEFAULT_SENTENCE,
+    linked_selectbox,
+    linked_slider,
+    load_tokenizer,
+    load_transformer,
+    sentence_or_stop,
+    show_chart,
+    show_notes,
+)
+from models import cost, kv_cache, masks, scaling
+from models.inputs import prepare_sentence, tokenization_notes
+from models.tokenizer import PAD, SPECIAL_TOKENS
+
+enter_lesson()
+
+# Step-by-step heatmaps stop being readable long before the model's 512 positions.
+SHOWN_TOKENS = 40
+SECOND_KEY = "second"
+DEFAULT_SECOND = "它太累了"
+# The KV cache's time per step is measured on this text, the same for every visitor.
+TIMING_TEXT = DEFAULT_SENTENCE
+# The KV cache chart shows the newest rows: where it grows.
+CACHE_TAIL = 24
+REPLACEMENTS = ("elephant", "never", "cold", "猫", "?")
+
+
+@st.cache_resource(show_spinner=False)
+def load_encoder_decoder():
+    """A random encoder–decoder (same sizes as the encoder), shared by every session and
+    only ever read."""
+    from models.transformer import EncoderDecoder
+
+    return EncoderDecoder(load_transformer("sinusoidal").cfg, seed=0)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def masked_run(ids: tuple[int, ...], allowed: np.ndarray) -> dict:
+    return masks.run_masked(load_transformer("sinusoidal"), list(ids), allowed)[1]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cross_run(source: tuple[int, ...], target: tuple[int, ...]) -> dict:
+    return masks.run_cross(load_encoder_decoder(), list(source), list(target))[1]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def leakage_by_mask(ids: tuple[int, ...], position: int, new_id: int) -> dict[str, np.ndarray]:
+    model = load_transformer("sinusoidal")
+    n = len(ids)
+    return {
+        kind: masks.leakage(model, list(ids), position, new_id, masks.allowed_mask(kind, n))
+        for kind in ("causal", "none")
+    }
+
+
+@st.cache_data(show_spinner=False)
+def variance_lab() -> dict[str, np.ndarray]:
+    return scaling.dot_product_variance()
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def sharpness_lab(n_keys: int) -> dict[str, np.ndarray]:
+    return scaling.softmax_sharpness(n_keys=n_keys)
+
+
+@st.cache_resource(show_spinner=False)
+def load_lm_head():
+    return kv_cache.lm_head(load_transformer("sinusoidal", causal=True).cfg)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def generation(prompt: tuple[int, ...], n_new: int) -> kv_cache.Generation:
+    model = load_transformer("sinusoidal", causal=True)
+    return kv_cache.generate(model, load_lm_head(), list(prompt), n_new)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def step_timings(context: int, n_new: int) -> tuple[np.ndarray, np.ndarray]:
+    """Timed once per (length, steps) for everyone: the time does not depend on the words."""
+    prompt = load_tokenizer().encode(TIMING_TEXT).ids
+    prompt = list(prompt * (context // len(prompt) + 1))[:context]
+    model = load_transformer("sinusoidal", causal=True)
+    return kv_cache.step_times(model, load_lm_head(), prompt, n_new)
+
+
+@st.cache_data(show_spinner=False)
+def cost_lab() -> dict[str, np.ndarray]:
+    return cost.measure()
+
+
+def per_step_figure(cached: np.ndarray, full: np.ndarray, measure: str):
+    """One measure per generation step, with the cache and recomputing everything."""
+    return curves_figure(
+        {t("masks.kv.with_cache"): cached, t("masks.kv.without_cache"): full},
+        np.arange(1, len(cached) + 1),
+        title=t(f"masks.kv.{measure}_title"),
+        x_title=t("masks.kv.step_axis"),
+        y_title=t(f"masks.kv.{measure}_axis"),
+    ).update_yaxes(rangemode="tozero")
+
+
+def encode(text: str) -> tuple[list[int], list[str], list]:
+    """Ids and tokens of `text` (the first SHOWN_TOKENS), with notes on what was lost."""
+    encoded = load_tokenizer().encode(text, SHOWN_TOKENS)
+    notes = tokenization_notes(
+        len(encoded.ids),
+        encoded.n_tokens_before_cap,
+        SHOWN_TOKENS,
+        encoded.unknown_spans(text),
+        vocabulary="own_",
+    )
+    return list(encoded.ids), list(encoded.tokens), notes
+
+
+cfg = load_transformer("sinusoidal").cfg
+st.header(t("masks.title"))
+st.caption(
+    t(
+        "masks.intro",
+        d_model=cfg.d_model,
+        n_layers=cfg.n_layers,
+        n_heads=cfg.n_heads,
+        d_head=cfg.d_head,
+    )
+)
+
+sentence = sentence_or_stop()
+ids, tokens, notes = encode(sentence.text)
+show_notes(notes)
+n = len(ids)
+st.caption(t("masks.tokens", n=n))
+st.text(" · ".join(tokens))
+
+# 1. Attention step by step under a mask ------------------------------------------------
+st.subheader(t("masks.steps.title"))
+kind_col, layer_col, head_col = st.columns([2, 1, 1])
+kind = linked_selectbox(
+    kind_col,
+    t("masks.kind"),
+    masks.KINDS,
+    "causal",
+    key="mask_kind",
+    format_func=lambda k: t(f"masks.kind.{k}"),
+)
+layer = linked_slider(layer_col, t("masks.layer"), 0, cfg.n_layers - 1, 0, key="mask_layer")
+head = linked_slider(head_col, t("masks.head"), 0, cfg.n_heads - 1, 0, key="mask_head")
+window_col, prefix_col = st.columns(2)
+window = linked_slider(
+    window_col,
+    t("masks.window"),
+    1,
+    16,
+    2,
+    key="mask_window",
+    disabled=kind != "window",
+)
+prefix = linked_slider(
+    prefix_col,
+    t("masks.prefix"),
+    1,
+    SHOWN_TOKENS,
+    3,
+    key="mask_prefix",
+    disabled=kind != "prefix",
+)
+second_raw = st.text_input(
+    t("masks.second_label"),
+    value=DEFAULT_SECOND,
+    key=SECOND_KEY,
+    bind="query-params",
+    help=t("masks.second_help"),
+)
+st.caption(t(f"masks.kind.explain.{kind}", prefix=prefix, window=window))
+
+
+def step_summary(step: str, matrix: np.ndarray, hidden: np.ndarray, rows, columns) -> str:
+    """One line naming the numbers that stand out in a step's heatmap."""
+    n_hidden = int(hidden.sum())
+    if step == "mask":
+        return t("masks.summary.mask", masked=n_hidden, cells=hidden.size)
+    if matrix.shape != hidden.shape:  # X, Q, K, V, z: positions × dimensions
+        row, column, size = extreme_cell(matrix, by_size=True)
+        return t("masks.summary.vectors", token=rows[row], dim=column, value=size)
+    row, column, top = extreme_cell(matrix, hidden)
+    key = "masks.summary.weights" if step == "hook_pattern" else "masks.summary.scores"
+    return t(key, query=rows[row], key=columns[column], value=top, masked=n_hidden)
+
+
+def attention_case(kind: str, second_text: str) -> tuple[dict, str, np.ndarray, list, list]:
+    """The traced run `kind` needs: (trace, attention name, X of the queries, query tokens,
+    key tokens)."""
+    tokenizer = load_tokenizer()
+    if kind == "cross":
+        source_ids, source_tokens, source_notes = encode(second_text)
+        show_notes(source_notes)
+        cache = cross_run(tuple(source_ids), tuple(ids))
+        x_query = cache[f"decoder.blocks.{layer}.ln_cross.hook_normalized"]
+        return cache, f"decoder.blocks.{layer}.cross_attn", x_query, tokens, source_tokens
+    query_ids, length = ids, n
+    if kind == "padding":
+        second_ids, _, second_notes = encode(second_text)
+        show_notes(second_notes)
+        batch, lengths = masks.pad_batch(ids, second_ids, SPECIAL_TOKENS.index(PAD))
+        row = masks.padded_row(lengths)
+        query_ids, length = [int(i) for i in batch[row]], lengths[row]
+        st.caption(t("masks.padding.batch", row=row + 1, length=length, padded=len(query_ids)))
+        st.text("\n".join(" · ".join(map(tokenizer.id_to_token, b)) for b in batch.tolist()))
+    allowed = masks.allowed_mask(kind, len(query_ids), length=length, prefix=prefix, window=window)
+    cache = masked_run(tuple(query_ids), allowed)
+    query_tokens = [tokenizer.id_to_token(i) for i in query_ids]
+    x_query = cache[f"blocks.{layer}.ln1.hook_normalized"]
+    return cache, f"blocks.{layer}.attn", x_query, query_tokens, query_tokens
+
+
+second = prepare_sentence(second_raw)
+needs_second = kind in ("padding", "cross")
+if needs_second:
+    show_notes([note for note in second.notes if note.code != "empty_text"])
+if needs_second and second.is_empty:
+    st.info(t("masks.second_needed"))
+else:
+    cache, name, x_query, query_tokens, key_tokens = attention_case(kind, second.text)
+    steps = masks.head_steps(cache, name, head, x_query)
+    allowed = np.isfinite(steps["hook_attn_scores"])
+    q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
+    dims = [str(i) for i in range(cfg.d_head)]
+    model_dims = [str(i) for i in range(cfg.d_model)]
+    query_axis, key_axis = t("masks.axis.query"), t("masks.axis.key")
+    dim_axis = t("masks.axis.dim")
+
+    value = t("masks.value")
+    # Rows of vectors are too narrow per cell to carry their numbers (hover shows them).
+    vectors = {"cell_text": False}
+    # (step, x labels, x title, y labels, y title, extra options): rows are queries, or the
+    # keys' own positions for K and V.
+    layout = (
+        ("x_query", model_dims, dim_axis, q_labels, query_axis, vectors),
+        ("hook_q", dims, dim_axis, q_labels, query_axis, vectors),
+        ("hook_k", dims, dim_axis, k_labels, key_axis, vectors),
+        ("hook_v", dims, dim_axis, k_labels, key_axis, vectors),
+        ("qk", k_labels, key_axis, q_labels, query_axis, {}),
+        ("scaled", k_labels, key_axis, q_labels, query_axis, {}),
+        (
+            "mask",
+            k_labels,
+            key_axis,
+            q_labels,
+            query_axis,
+            {"masked": ~allowed, "value_format": ".0f", "weights": True, "show_scale": False},
+        ),
+        ("hook_attn_scores", k_labels, key_axis, q_labels, query_axis, {"masked": ~allowed}),
+        (
+            "hook_pattern",
+            k_labels,
+            key_axis,
+            q_labels,
+            query_axis,
+            {"masked": ~allowed, "masked_text": "0", "weights": True},
+        ),
+        ("hook_z", dims, dim_axis, q_labels, query_axis, vectors),
+    )
+    for pair in range(0, len(layout), 2):
+        for column, spec in zip(st.columns(2), layout[pair : pair + 2], strict=True):
+            step, x_labels, x_title, y_labels, y_title, options = spec
+            matrix = np.zeros(allowed.shape) if step == "mask" else steps[step]
+            names = {"mask": t("masks.mask_value"), "hook_pattern": t("masks.weight")}
+            rows = query_tokens if y_labels is q_labels else key_tokens
+            columns = key_tokens if x_labels is k_labels else list(range(len(x_labels)))
+            with column:
+                show_chart(
+                    step_heatmap(
+                        matrix,
+                        t(f"masks.step.{step}", shape=shape_text(steps[step]), d_head=cfg.d_head),
+                        x_labels,
+                        y_labels,
+                        x_title,
+                        y_title,
+                        value_name=names.get(step, value),
+                        **options,
+                    ),
+                    key=f"mask_step_{step}",
+                    summary=step_summary(step, steps[step], ~allowed, rows, columns),
+                    data={"row": rows, "column": columns, step: steps[step]},
+                )
+
+    pattern = steps["hook_pattern"]
+    empty_rows = masks.fully_masked_rows(allowed)
+    seeing = np.setdiff1d(np.arange(pattern.shape[0]), empty_rows)
+    row_error = float(np.abs(pattern[seeing].sum(axis=1) - 1).max()) if seeing.size else 0.0
+    st.caption(
+        t(
+            "masks.steps.checks",
+            n_masked=int((~allowed).sum()),
+            n_cells=allowed.size,
+            largest_masked=float(pattern[~allowed].max()) if (~allowed).any() else 0.0,
+            row_error=row_error,
+            fused=masks.fused_difference(steps, allowed),
+        )
+    )
+    if empty_rows.size:
+        st.info(
+            t(
+                "masks.fully_masked",
+                count=empty_rows.size,
+                first=int(empty_rows[0]),
+                last=int(empty_rows[-1]),
+            )
+        )
+    st.caption(t("masks.steps.explain", d_head=cfg.d_head))
+
+# 2. Leakage ------------------------------------------------------------------------------
+st.subheader(t("masks.leak.title"))
+if n < 2:
+    st.info(t("masks.leak.too_short"))
+else:
+    pos_col, word_col = st.columns(2)
+    # Fixed bounds keep a shared link meaningful; past the sentence's end means its last token.
+    chosen = linked_slider(
+        pos_col, t("masks.leak.position"), 1, SHOWN_TOKENS - 1, SHOWN_TOKENS - 1, key="leak_pos"
+    )
+    position = min(chosen, n - 1)
+    word = linked_selectbox(
+        word_col, t("masks.leak.word"), REPLACEMENTS, "elephant", key="leak_word"
+    )
+    new_id = load_tokenizer().token_id(word)
+    if new_id == ids[position]:
+        new_id = load_tokenizer().token_id("never" if word != "never" else "cold")
+    changes = leakage_by_mask(tuple(ids), position, new_id)
+    edited_tokens = list(tokens)
+    edited_tokens[position] = load_tokenizer().id_to_token(new_id)
+    st.text(" · ".join(edited_tokens))
+    show_chart(
+        leakage_figure(
+            {t(f"masks.kind.{k}"): v for k, v in changes.items()},
+            token_labels(tokens),
+            position,
+            title=t("masks.leak.figure", position=position),
+            y_title=t("masks.leak.axis"),
+            edited_text=t("masks.leak.edited"),
+        ),
+        key="mask_leakage",
+        summary=t(
+            "masks.leak.summary",
+            causal=float(changes["causal"][:position].max()),
+            bidirectional=float(changes["none"][:position].max()),
+            position=position,
+        ),
+        data={"token": tokens, **{f"max_change_{k}": v for k, v in changes.items()}},
+    )
+    before = slice(0, position)
+    st.caption(
+        t(
+            "masks.leak.explain",
+            position=position,
+            causal=float(changes["causal"][before].max()),
+            identical=int((changes["causal"][before] == 0).sum()),
+            earlier=position,
+            bidirectional=float(changes["none"][before].max()),
+        )
+    )
+
+# 3. Why ÷√d_k ---------------------------------------------------------------------------
+st.subheader(t("masks.scale.title"))
+
+
+n_keys = linked_slider(st, t("masks.scale.keys"), 4, 64, 16, key="scale_keys")
+with st.spinner(t("masks.measuring")):
+    variance, sharp = variance_lab(), sharpness_lab(n_keys)
+d_ks = variance["d_k"]
+errors = np.abs(variance["variance"] / d_ks - 1)
+worst = int(np.argmax(errors))
+var_col, entropy_col = st.columns(2)
+max_col, scale_text_col = st.columns(2)
+with var_col:
+    show_chart(
+        log_x_curves(
+            {
+                t("masks.scale.measured"): variance["variance"],
+                t("masks.scale.scaled"): variance["variance_scaled"],
+                "d_k": d_ks,
+            },
+            d_ks,
+            title=t("masks.scale.variance_title"),
+            x_title="d_k",
+            y_title=t("masks.scale.variance_axis"),
+            log_y=True,
+            dashed=("d_k",),
+        ),
+        key="scale_variance",
+        summary=t(
+            "masks.scale.variance_summary",
+            worst=float(errors[worst]),
+            at=int(d_ks[worst]),
+            big=float(variance["variance"][-1]),
+            d_k=int(d_ks[-1]),
+        ),
+        data={"d_k": d_ks, "variance": variance["variance"], "scaled": variance["variance_scaled"]},
+    )
+for column, measure, key in (
+    (entropy_col, "entropy", "scale_entropy"),
+    (max_col, "max", "scale_max"),
+):
+    curves = {
+        t("masks.scale.unscaled_curve"): sharp[measure],
+        t("masks.scale.scaled_curve"): sharp[f"{measure}_scaled"],
+    }
+    if measure == "entropy":
+        curves[t("masks.scale.uniform")] = sharp["uniform_entropy"]
+    with column:
+        show_chart(
+            log_x_curves(
+                curves,
+                d_ks,
+                title=t(f"masks.scale.{measure}_title", n_keys=n_keys),
+                x_title="d_k",
+                y_title=t(f"masks.scale.{measure}_axis"),
+                dashed=(t("masks.scale.uniform"),),
+            ),
+            key=key,
+            summary=t(
+                f"masks.scale.{measure}_summary",
+                unscaled=float(sharp[measure][-1]),
+                scaled=float(sharp[f"{measure}_scaled"][-1]),
+                d_k=int(d_ks[-1]),
+            ),
+            data={"d_k": d_ks, "unscaled": sharp[measure], "scaled": sharp[f"{measure}_scaled"]},
+        )
+scale_text_col.caption(
+    t(
+        "masks.scale.explain",
+        samples=scaling.N_SAMPLES,
+        worst=float(errors[worst]),
+        n_keys=n_keys,
+        uniform=float(sharp["uniform_entropy"][0]),
+        max_unscaled=float(sharp["max"][-1]),
+        max_scaled=float(sharp["max_scaled"][-1]),
+        d_head=cfg.d_head,
+    )
+)
+
+# 4. KV cache --------------------------------------------------------------------------
+st.subheader(t("masks.kv.title"))
+
+
+context_col, new_col, step_col = st.columns(3)
+context = linked_slider(context_col, t("masks.kv.context"), 8, 384, 128, key="kv_context")
+n_new = linked_slider(new_col, t("masks.kv.new"), 4, 64, 16, key="kv_new")
+shown_step = min(linked_slider(step_col, t("masks.kv.step"), 1, 64, 1, key="kv_step"), n_new)
+prompt = (ids * (context // n + 1))[:context]
+with st.spinner(t("masks.measuring")):
+    run = generation(tuple(prompt), n_new)
+    seconds_cached, seconds_full = step_timings(context, n_new)
+tokenizer = load_tokenizer()
+st.caption(t("masks.kv.generated", context=context, n_new=n_new))
+st.text(" · ".join(tokenizer.id_to_token(i) for i in run.cached_ids))
+same = run.cached_ids == run.full_ids
+steps_axis = np.arange(1, n_new + 1)
+# Whole decades from just below the smallest difference to above the 1e-5 line.
+difference_decades = [
+    float(np.floor(np.log10(max(float(run.logit_difference.min()), 1e-12)))),
+    float(max(-4.0, np.ceil(np.log10(max(float(run.logit_difference.max()), 1e-12))))),
+]
+cached_keys = run.keys[shown_step - 1]
+all_tokens = [tokenizer.id_to_token(i) for i in prompt + run.cached_ids]
+kv_left, kv_right = st.columns(2)
+with kv_left:
+    show_chart(
+        cache_growth_figure(
+            cached_keys[-CACHE_TAIL:],
+            token_labels(all_tokens[: len(cached_keys)])[-CACHE_TAIL:],
+            1,
+            title=t(
+                "masks.kv.cache_title",
+                step=shown_step,
+                rows=len(cached_keys),
+            ),
+            x_title=t("masks.axis.dim"),
+            y_title=t("masks.kv.cache_axis", shown=min(CACHE_TAIL, len(cached_keys))),
+        ),
+        key="kv_cache_keys",
+        summary=t(
+            "masks.kv.cache_summary",
+            step=shown_step,
+            rows=int(run.cache_rows[shown_step - 1]),
+            first=int(run.cache_rows[0]),
+            last=int(run.cache_rows[-1]),
+        ),
+        data={"position": all_tokens[: len(cached_keys)], "keys": cached_keys},
+    )
+with kv_right:
+    show_chart(
+        per_step_figure(seconds_cached * 1e3, seconds_full * 1e3, "time"),
+        key="kv_time",
+        summary=t(
+            "masks.kv.time_summary",
+            cached=float(np.median(seconds_cached) * 1e3),
+            full=float(np.median(seconds_full) * 1e3),
+        ),
+        data={
+            "step": steps_axis,
+            "ms_with_cache": seconds_cached * 1e3,
+            "ms_without_cache": seconds_full * 1e3,
+        },
+    )
+kv_left, kv_right = st.columns(2)
+with kv_left:
+    show_chart(
+        per_step_figure(run.macs_cached / 1e6, run.macs_full / 1e6, "macs"),
+        key="kv_macs",
+        summary=t(
+            "masks.kv.macs_summary",
+            cached=float(run.macs_cached[-1] / 1e6),
+            full=float(run.macs_full[-1] / 1e6),
+            total_cached=float(run.macs_cached.sum() / 1e6),
+            total_full=float(run.macs_full.sum() / 1e6),
+        ),
+        data={
+            "step": steps_axis,
+            "multiply_adds_with_cache": run.macs_cached,
+            "multiply_adds_without_cache": run.macs_full,
+        },
+    )
+with kv_right:
+    show_chart(
+        curves_figure(
+            {t("masks.kv.difference"): run.logit_difference},
+            steps_axis,
+            title=t("masks.kv.difference_title"),
+            x_title=t("masks.kv.step_axis"),
+            y_title="max |Δ logit|",
+            log_y=True,
+        )
+        .add_hline(y=1e-5, line=dict(color="#444", dash="dot"))
+        .update_yaxes(range=difference_decades, dtick=1),
+        key="kv_difference",
+        summary=t(
+            "masks.kv.difference_summary",
+            worst=float(run.logit_difference.max()),
+            same=t("masks.kv.same") if same else t("masks.kv.different"),
+        ),
+        data={"step": steps_axis, "max_logit_difference": run.logit_difference},
+    )
+st.caption(
+    t(
+        "masks.kv.explain",
+        same=t("masks.kv.same") if same else t("masks.kv.different"),
+        worst=float(run.logit_difference.max()),
+        n_new=n_new,
+        ratio=float(run.macs_full.sum() / run.macs_cached.sum()),
+        time_ratio=float(seconds_full.sum() / seconds_cached.sum()),
+        head=float(cfg.d_model * cfg.d_vocab / 1e6),
+    )
+)
+
+# 5. Cost -----------------------------------------------------------------------------
+st.subheader(t("masks.cost.title"))
+
+
+with st.spinner(t("masks.measuring")):
+    costs = cost_lab()
+lengths = costs["length"]
+cost_left, cost_right = st.columns(2)
+with cost_left:
+    show_chart(
+        log_x_curves(
+            {
+                t("masks.cost.attention"): costs["attn_s"] * 1e3,
+                t("masks.cost.rnn"): costs["rnn_s"] * 1e3,
+            },
+            lengths,
+            title=t("masks.cost.time_title"),
+            x_title=t("masks.cost.length"),
+            y_title=t("masks.kv.time_axis"),
+            log_y=True,
+        ),
+        key="cost_time",
+        summary=t(
+            "masks.cost.time_summary",
+            attention=float(costs["attn_s"][-1] * 1e3),
+            rnn=float(costs["rnn_s"][-1] * 1e3),
+            n=int(lengths[-1]),
+        ),
+        data={
+            "length": lengths,
+            "attention_ms": costs["attn_s"] * 1e3,
+            "rnn_ms": costs["rnn_s"] * 1e3,
+        },
+    )
+with cost_right:
+    show_chart(
+        log_x_curves(
+            {
+                t("masks.cost.attention"): costs["attn_bytes"] / 2**20,
+                t("masks.cost.rnn"): costs["rnn_bytes"] / 2**20,
+            },
+            lengths,
+            title=t("masks.cost.memory_title"),
+            x_title=t("masks.cost.length"),
+            y_title="MiB",
+            log_y=True,
+        ),
+        key="cost_memory",
+        summary=t(
+            "masks.cost.memory_summary",
+            attention=float(costs["attn_bytes"][-1] / 2**20),
+            rnn=float(costs["rnn_bytes"][-1] / 2**20),
+            n=int(lengths[-1]),
+        ),
+        data={
+            "length": lengths,
+            "attention_bytes": costs["attn_bytes"],
+            "rnn_bytes": costs["rnn_bytes"],
+        },
+    )
+st.caption(
+    t(
+        "masks.cost.explain",
+        attn_slope=cost.growth_exponent(lengths, costs["attn_s"]),
+        rnn_slope=cost.growth_exponent(lengths, costs["rnn_s"]),
+        memory_slope=cost.growth_exponent(lengths, costs["attn_bytes"]),
+        n=int(lengths[-1]),
+        threads=int(costs["threads"]),
+        per_step=float(costs["rnn_s"][-1] / lengths[-1] * 1e6),
+    )
+)

@@ -1,0 +1,157 @@
+"""The masks lesson, driven through AppTest as a visitor would, for every mask kind."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pytest
+from conftest import chart, chart_specs, messages, open_lesson, texts
+
+from models.masks import KINDS, STEPS
+
+SENTENCE = "the cat sat on the mat because it was warm"  # 10 tokens
+SECOND = "我爱你"  # 3 tokens
+STEP_CHARTS = [f"mask_step_{step}" for step in STEPS]
+
+LAB_CHARTS = [
+    "mask_leakage",
+    "scale_variance",
+    "scale_entropy",
+    "scale_max",
+    "kv_cache_keys",
+    "kv_time",
+    "kv_macs",
+    "kv_difference",
+    "cost_time",
+    "cost_memory",
+]
+
+
+def _no_failure(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not any(m.startswith("Something went wrong") for m in messages(at))
+
+
+def _values(array) -> np.ndarray:
+    """Plotly 7 may send arrays as base64 (`bdata`)."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"]))
+    return np.asarray(array)
+
+
+def _grid(z) -> np.ndarray:
+    """A heatmap's z as sent, None (an empty cell) as NaN."""
+    return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
+
+
+def _chart_keys(at) -> set[str]:
+    return {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_mask_kind_draws_every_step_and_masks_exactly_what_it_should(kind):
+    at = open_lesson("masks", SENTENCE, mask_kind=kind, second=SECOND, mask_window="1")
+    _no_failure(at)
+    assert set(STEP_CHARTS) | set(LAB_CHARTS) == _chart_keys(at)
+    assert all(
+        "Infinity" not in json.dumps(s) and "NaN" not in json.dumps(s) for s in chart_specs(at)
+    )
+    pattern = chart(at, "mask_step_hook_pattern")
+    weights = _grid(pattern["data"][0]["z"])
+    n = len(SENTENCE.split())
+    expected_shape = {"cross": (n, 3), "padding": (n, n)}.get(kind, (n, n))
+    assert weights.shape == expected_shape
+    assert f"({expected_shape[0]} × {expected_shape[1]})" in pattern["layout"]["title"]["text"]
+    hidden = np.isnan(weights)
+    q, k = np.indices(weights.shape)
+    expected_hidden = {
+        "none": np.zeros_like(hidden),
+        "cross": np.zeros_like(hidden),
+        "causal": k > q,
+        "window": np.abs(q - k) > 1,
+        "prefix": (k > q) & (k >= 3),
+        "padding": (k >= 3) | (q >= 3),
+    }[kind]
+    assert (hidden == expected_hidden).all()
+    # The masked cells are drawn by a grey overlay that says −∞ before softmax, 0 after.
+    if hidden.any():
+        masked = chart(at, "mask_step_hook_attn_scores")["data"][1]
+        assert "−∞" in json.dumps(masked["text"], ensure_ascii=False)
+        assert "0" in json.dumps(pattern["data"][1]["text"])
+    seeing = ~hidden.all(axis=1)
+    np.testing.assert_allclose(np.nansum(weights, axis=1)[seeing], 1.0, atol=1e-5)
+    assert any(m.startswith("Checked on these numbers") for m in at.caption.values)
+
+
+def test_padding_draws_the_batch_and_says_the_pad_rows_see_nothing():
+    at = open_lesson("masks", SENTENCE, mask_kind="padding", second=SECOND)
+    _no_failure(at)
+    batch = "\n".join([SENTENCE.replace(" ", " · "), "我 · 爱 · 你" + " · [PAD]" * 7])
+    assert batch in texts(at)
+    assert any("may look at nothing" in m for m in messages(at))
+    z = _grid(chart(at, "mask_step_hook_z")["data"][0]["z"])
+    assert (z[3:] == 0).all() and (np.abs(z[:3]) > 0).any()
+
+
+def test_cross_attention_queries_the_sentence_and_keys_the_second_one():
+    at = open_lesson("masks", SENTENCE, mask_kind="cross", second=SECOND)
+    _no_failure(at)
+    scores = chart(at, "mask_step_qk")["data"][0]
+    assert scores["x"] == ["0:我", "1:爱", "2:你"]
+    assert scores["y"][1] == "1:cat"
+    assert chart(at, "mask_step_hook_k")["data"][0]["y"] == ["0:我", "1:爱", "2:你"]
+
+
+def test_the_leakage_chart_shows_exact_zeros_before_the_edit_only_with_the_causal_mask():
+    at = open_lesson("masks", SENTENCE, leak_pos="6")
+    _no_failure(at)
+    causal, none = chart(at, "mask_leakage")["data"]
+    causal_y, none_y = _values(causal["y"]), _values(none["y"])
+    assert (causal_y[:6] == 0).all() and causal["text"][:6] == ["0"] * 6
+    assert (none_y[:6] > 1e-3).all()
+    assert causal_y[6] > 0
+    assert "the · cat · sat · on · the · mat · elephant · it · was · warm" in texts(at)
+
+
+def test_an_empty_second_sentence_asks_for_one_and_the_rest_still_draws():
+    at = open_lesson("masks", SENTENCE, mask_kind="cross", second="   ")
+    _no_failure(at)
+    assert any("needs a second sentence" in m for m in messages(at))
+    assert "mask_leakage" in _chart_keys(at)
+    assert not set(STEP_CHARTS) & _chart_keys(at)
+
+
+def test_a_hostile_second_sentence_is_cleaned_noted_and_escaped():
+    hostile = "<b>x</b>\u200b <script>alert(1)</script>"
+    at = open_lesson("masks", SENTENCE, mask_kind="cross", second=hostile)
+    _no_failure(at)
+    assert any("invisible character" in m for m in messages(at))
+    keys = chart(at, "mask_step_qk")["data"][0]["x"]
+    assert keys and not any("<" in label for label in keys)
+    assert "&lt;" in "".join(keys)
+
+
+def test_the_labs_show_measured_numbers_that_match_their_claims():
+    at = open_lesson("masks", SENTENCE, kv_context="40", kv_new="8", kv_step="3")
+    _no_failure(at)
+    variance = chart(at, "scale_variance")["data"]
+    d_k, measured = _values(variance[0]["x"]), _values(variance[0]["y"])
+    assert list(d_k) == [2**i for i in range(10)]
+    assert np.abs(measured / d_k - 1).max() < 0.05
+    assert np.abs(_values(variance[1]["y"]) - 1).max() < 0.05  # after ÷√d_k
+    unscaled, scaled = (_values(tr["y"]) for tr in chart(at, "scale_max")["data"][:2])
+    assert unscaled[-1] > 0.8 > scaled[-1]
+    # The KV cache: same tokens both ways, logits within 1e-5, one more cached row per step.
+    difference = _values(chart(at, "kv_difference")["data"][0]["y"])
+    assert len(difference) == 8 and (difference < 1e-5).all()
+    assert any("identical at every step" in c for c in at.caption.values)
+    keys = chart(at, "kv_cache_keys")
+    assert "after step 3: 42 rows" in keys["layout"]["title"]["text"]
+    assert len(keys["data"][0]["y"]) == 24 and keys["data"][0]["y"][-1].startswith("41:")
+    with_cache, without = (_values(tr["y"]) for tr in chart(at, "kv_macs")["data"])
+    assert (without > with_cache).all() and np.ptp(with_cache) < np.ptp(without)
+    memory = chart(at, "cost_memory")["data"]
+    lengths, attention = _values(memory[0]["x"]), _values(memory[0]["y"])
+    np.testing.assert_allclose(attention[1:] / attention[:-1], (lengths[1:] / lengths[:-1]) ** 2)
