@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 
 import pytest
-import torch
 
 from models.jobs import DONE, QUEUED, RUNNING, STOPPED, JobManager, QueueFull, RunRequest
 from models.train import Recipe
@@ -14,12 +13,7 @@ TINY = Recipe(steps=1, batch_size=8, d_model=8, n_layers=1, n_heads=2)
 COPY = {"name": "copy", "lag": 5}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class Gate:

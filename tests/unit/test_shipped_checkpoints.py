@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from models import checkpoints
 from models.probes import induction_score
@@ -26,12 +25,7 @@ from models.train import (
 MAX_TOTAL_BYTES = 10 * 2**20
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_every_shipped_checkpoint_is_there_and_all_fit_in_10_mb():

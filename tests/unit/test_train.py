@@ -37,13 +37,7 @@ SHORT_RUNS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models train fastest on one thread, and the machine is shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("name", list(SHORT_RUNS))
