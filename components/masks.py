@@ -193,9 +193,10 @@ def cache_growth_figure(
     title: str = "",
     x_title: str = "",
     y_title: str = "",
+    value_name: str = "K",
 ) -> go.Figure:
-    """The cached keys of one head `[pos, d_head]`; the last `new_rows` rows (this step's)
-    outlined."""
+    """The cached keys (or values) of one head `[pos, d_head]`; the last `new_rows` rows
+    (this step's) outlined."""
     keys = np.asarray(keys, dtype=np.float64)
     fig = step_heatmap(
         keys,
@@ -204,7 +205,7 @@ def cache_growth_figure(
         labels,
         x_title,
         y_title,
-        value_name="K",
+        value_name=value_name,
     )
     n = keys.shape[0]
     fig.add_shape(

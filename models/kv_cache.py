@@ -116,7 +116,9 @@ class Generation:
     cache_rows: np.ndarray
     macs_cached: np.ndarray
     macs_full: np.ndarray
-    keys: list[np.ndarray]  # layer 0, head 0's cached K after each step `[pos, d_head]`
+    # Layer 0, head 0's cached K and V after each step `[pos, d_head]`.
+    keys: list[np.ndarray]
+    values: list[np.ndarray]
 
 
 def _check_lengths(model: Transformer, prompt: list[int], n_new: int) -> None:
@@ -161,7 +163,8 @@ def _generate(
         cache_rows=np.array(lengths),
         macs_cached=np.array([multiply_adds(model.cfg, 1, n) for n in lengths], dtype=np.int64),
         macs_full=np.array([multiply_adds(model.cfg, n, n) for n in lengths], dtype=np.int64),
-        keys=[p[0][0][0].numpy().copy() for p in pasts[1:]] + [past[0][0][0].numpy().copy()],
+        keys=[p[0][0][0].numpy().copy() for p in [*pasts[1:], past]],
+        values=[p[0][1][0].numpy().copy() for p in [*pasts[1:], past]],
     )
     return generation, pasts, cached_ids
 

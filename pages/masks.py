@@ -117,6 +117,19 @@ def per_step_figure(cached: np.ndarray, full: np.ndarray, measure: str):
     ).update_yaxes(rangemode="tozero")
 
 
+def step_summary(step: str, matrix: np.ndarray, hidden: np.ndarray, rows, columns) -> str:
+    """One line naming the numbers that stand out in a step's heatmap."""
+    n_hidden = int(hidden.sum())
+    if step == "mask":
+        return t("masks.summary.mask", masked=n_hidden, cells=hidden.size)
+    if matrix.shape != hidden.shape:  # X, Q, K, V, z: positions × dimensions
+        row, column, size = extreme_cell(matrix, by_size=True)
+        return t("masks.summary.vectors", token=rows[row], dim=column, value=size)
+    row, column, top = extreme_cell(matrix, hidden)
+    key = "masks.summary.weights" if step == "hook_pattern" else "masks.summary.scores"
+    return t(key, query=rows[row], key=columns[column], value=top, masked=n_hidden)
+
+
 def encode(text: str) -> tuple[list[int], list[str], list]:
     """Ids and tokens of `text` (the first SHOWN_TOKENS), with notes on what was lost."""
     encoded = load_tokenizer().encode(text, SHOWN_TOKENS)
@@ -189,19 +202,6 @@ second_raw = st.text_input(
     help=t("masks.second_help"),
 )
 st.caption(t(f"masks.kind.explain.{kind}", prefix=prefix, window=window))
-
-
-def step_summary(step: str, matrix: np.ndarray, hidden: np.ndarray, rows, columns) -> str:
-    """One line naming the numbers that stand out in a step's heatmap."""
-    n_hidden = int(hidden.sum())
-    if step == "mask":
-        return t("masks.summary.mask", masked=n_hidden, cells=hidden.size)
-    if matrix.shape != hidden.shape:  # X, Q, K, V, z: positions × dimensions
-        row, column, size = extreme_cell(matrix, by_size=True)
-        return t("masks.summary.vectors", token=rows[row], dim=column, value=size)
-    row, column, top = extreme_cell(matrix, hidden)
-    key = "masks.summary.weights" if step == "hook_pattern" else "masks.summary.scores"
-    return t(key, query=rows[row], key=columns[column], value=top, masked=n_hidden)
 
 
 def attention_case(kind: str, second_text: str) -> tuple[dict, str, np.ndarray, list, list]:
@@ -478,34 +478,35 @@ difference_decades = [
     float(np.floor(np.log10(max(float(run.logit_difference.min()), 1e-12)))),
     float(max(-4.0, np.ceil(np.log10(max(float(run.logit_difference.max()), 1e-12))))),
 ]
-cached_keys = run.keys[shown_step - 1]
 all_tokens = [tokenizer.id_to_token(i) for i in prompt + run.cached_ids]
+for column, (name, cached) in zip(
+    st.columns(2), (("K", run.keys[shown_step - 1]), ("V", run.values[shown_step - 1])), strict=True
+):
+    labels = token_labels(all_tokens[: len(cached)])
+    with column:
+        show_chart(
+            cache_growth_figure(
+                cached[-CACHE_TAIL:],
+                labels[-CACHE_TAIL:],
+                1,
+                title=t("masks.kv.cache_title", name=name, step=shown_step, rows=len(cached)),
+                x_title=t("masks.axis.dim"),
+                y_title=t("masks.kv.cache_axis", shown=min(CACHE_TAIL, len(cached))),
+                value_name=name,
+            ),
+            key=f"kv_cache_{name.lower()}",
+            summary=t(
+                "masks.kv.cache_summary",
+                name=name,
+                step=shown_step,
+                rows=len(cached),
+                first=int(run.cache_rows[0]),
+                last=int(run.cache_rows[-1]),
+            ),
+            data={"position": all_tokens[: len(cached)], name: cached},
+        )
 kv_left, kv_right = st.columns(2)
 with kv_left:
-    show_chart(
-        cache_growth_figure(
-            cached_keys[-CACHE_TAIL:],
-            token_labels(all_tokens[: len(cached_keys)])[-CACHE_TAIL:],
-            1,
-            title=t(
-                "masks.kv.cache_title",
-                step=shown_step,
-                rows=len(cached_keys),
-            ),
-            x_title=t("masks.axis.dim"),
-            y_title=t("masks.kv.cache_axis", shown=min(CACHE_TAIL, len(cached_keys))),
-        ),
-        key="kv_cache_keys",
-        summary=t(
-            "masks.kv.cache_summary",
-            step=shown_step,
-            rows=int(run.cache_rows[shown_step - 1]),
-            first=int(run.cache_rows[0]),
-            last=int(run.cache_rows[-1]),
-        ),
-        data={"position": all_tokens[: len(cached_keys)], "keys": cached_keys},
-    )
-with kv_right:
     show_chart(
         per_step_figure(seconds_cached * 1e3, seconds_full * 1e3, "time"),
         key="kv_time",
@@ -520,8 +521,7 @@ with kv_right:
             "ms_without_cache": seconds_full * 1e3,
         },
     )
-kv_left, kv_right = st.columns(2)
-with kv_left:
+with kv_right:
     show_chart(
         per_step_figure(run.macs_cached / 1e6, run.macs_full / 1e6, "macs"),
         key="kv_macs",
@@ -538,7 +538,8 @@ with kv_left:
             "multiply_adds_without_cache": run.macs_full,
         },
     )
-with kv_right:
+kv_left, kv_right = st.columns(2)
+with kv_left:
     show_chart(
         curves_figure(
             {t("masks.kv.difference"): run.logit_difference},
@@ -558,7 +559,7 @@ with kv_right:
         ),
         data={"step": steps_axis, "max_logit_difference": run.logit_difference},
     )
-st.caption(
+kv_right.caption(
     t(
         "masks.kv.explain",
         same=t("masks.kv.same") if same else t("masks.kv.different"),

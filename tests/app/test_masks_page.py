@@ -20,7 +20,8 @@ LAB_CHARTS = [
     "scale_variance",
     "scale_entropy",
     "scale_max",
-    "kv_cache_keys",
+    "kv_cache_k",
+    "kv_cache_v",
     "kv_time",
     "kv_macs",
     "kv_difference",
@@ -147,8 +148,12 @@ def test_the_labs_show_measured_numbers_that_match_their_claims():
     difference = _values(chart(at, "kv_difference")["data"][0]["y"])
     assert len(difference) == 8 and (difference < 1e-5).all()
     assert any("identical at every step" in c for c in at.caption.values)
-    keys = chart(at, "kv_cache_keys")
-    assert "after step 3: 42 rows" in keys["layout"]["title"]["text"]
+    keys = chart(at, "kv_cache_k")
+    assert "K (layer 0, head 0) after step 3: 42 rows" in keys["layout"]["title"]["text"]
+    assert (
+        "V (layer 0, head 0) after step 3: 42 rows"
+        in chart(at, "kv_cache_v")["layout"]["title"]["text"]
+    )
     assert len(keys["data"][0]["y"]) == 24 and keys["data"][0]["y"][-1].startswith("41:")
     with_cache, without = (_values(tr["y"]) for tr in chart(at, "kv_macs")["data"])
     assert (without > with_cache).all() and np.ptp(with_cache) < np.ptp(without)

@@ -72,8 +72,10 @@ def test_the_cache_grows_one_row_per_step_and_holds_the_full_runs_keys(decoder):
     run = kv_cache.generate(decoder, W_U, prompt, n_new=6)
     assert list(run.cache_rows) == list(range(4, 10))
     assert [k.shape for k in run.keys] == [(n, TINY.d_head) for n in range(4, 10)]
+    assert [v.shape for v in run.values] == [(n, TINY.d_head) for n in range(4, 10)]
     _, cache = decoder.run_with_cache(prompt + run.cached_ids[:5])
     np.testing.assert_allclose(run.keys[-1], cache["blocks.0.attn.hook_k"][0], atol=1e-5)
+    np.testing.assert_allclose(run.values[-1], cache["blocks.0.attn.hook_v"][0], atol=1e-5)
 
 
 def test_prefill_in_one_pass_equals_stepping_token_by_token(decoder):
