@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from components.labels import head_label
-from components.palette import ATTENTION_COLORSCALE, png_data_uri, weights_to_rgb
+from components.palette import ATTENTION_COLORSCALE, HIGHLIGHT, png_data_uri, weights_to_rgb
 
 _FONT = dict(size=14)
 # Up to this many tokens every tick is labelled; past it plotly thins them to fit.
@@ -106,7 +106,7 @@ def all_heads_figure(
                 x1=left_edge(head) + cell + pad,
                 y0=left_edge(layer) - pad,
                 y1=left_edge(layer) + cell + pad,
-                line=dict(color="#d62728", width=3),
+                line=dict(color=HIGHLIGHT, width=3),
             )
         )
     width = n_heads * pitch - gap

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 
 import streamlit as st
 
 from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, set_language, t
 from components.lessons import LESSONS
-from components.widgets import SENTENCE_KEY, image_format_choice, sentence_box
+from components.widgets import SENTENCE_KEY, image_format_choice, sentence_box, show_notes
+from models.inputs import Note, parse_choice
 from models.runtime import settle_heap_once
 
 _run = threading.local()
@@ -107,19 +109,71 @@ def language_selector() -> str:
     return language
 
 
+PRESENT_KEY = "present"
+# The toggle's own key, and the last value drawn (kept as the language's is, see
+# language_selector); the link's parameter itself is written by presenter_toggle.
+_PRESENT_TOGGLE = "_present_toggle"
+_PRESENT_CHOSEN = "_present_chosen"
+# What a link may say for presenter mode, off then on (compared in lower case).
+PRESENT_WORDS = [["0", "false", "no", "off"], ["1", "true", "yes", "on"]]
+# Style sheets: constant files shipped with the app, never built from anything a visitor
+# sends (tests/unit/test_frame_config.py holds every st.html call to that). The layout one
+# keeps a tablet-width screen usable; the presenter one is for a projector.
+STYLES = Path(__file__).resolve().parent.parent / "assets" / "styles"
+LAYOUT_CSS = STYLES / "layout.css"
+PRESENTER_CSS = STYLES / "presenter.css"
+
+
+def presenter_toggle() -> tuple[bool, Note | None]:
+    """Presenter mode, for a projector: large text, no sidebar, one chart per screen.
+
+    Kept in the link as ?present=1. The toggle is not bound to the link by Streamlit, whose
+    switches read only ?present=true and drop any other spelling from the address bar;
+    the link is kept here instead, so a teacher's ?present=1 stays in the address bar.
+    """
+    raws = st.query_params.get_all(PRESENT_KEY)
+    note = None
+    if _PRESENT_TOGGLE not in st.session_state:
+        # A new session, or a run Streamlit treats as a new page (see language_selector):
+        # the link's choice if it makes one, else the one last drawn.
+        if raws:
+            value, note = parse_choice(
+                raws[-1].strip().lower(), [False, True], False, PRESENT_WORDS
+            )
+        else:
+            value = st.session_state.get(_PRESENT_CHOSEN, False)
+        st.session_state[_PRESENT_TOGGLE] = value
+    present = st.toggle(t("app.present"), key=_PRESENT_TOGGLE, help=t("app.present_help"))
+    if present and raws != ["1"]:
+        st.query_params[PRESENT_KEY] = "1"
+    elif not present and raws:
+        del st.query_params[PRESENT_KEY]
+    st.session_state[_PRESENT_CHOSEN] = present
+    if present:
+        st.html(PRESENTER_CSS)
+    return present, note
+
+
 def run_app() -> None:
     st.set_page_config(page_title="SeqLens", page_icon="🔭", layout="wide")
+    st.html(LAYOUT_CSS)
     # The title and, at its right, the language control, drawn first (see language_selector);
     # the title goes into its slot once the language is known.
     with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
         heading = st.container()
         language_selector()
+        present, present_note = presenter_toggle()
+    if present_note is not None:
+        show_notes([present_note])
+    # Streamlit's own switches for the rest: the menu moves to the top bar, the sidebar
+    # (which then holds only the image-format choice) starts collapsed.
+    st.set_page_config(initial_sidebar_state="collapsed" if present else "auto")
     home = st.Page("pages/home.py", title=t("nav.home"), icon="🏠", default=True)
     lessons = [
         st.Page(lesson.file, title=t(lesson.title_key), url_path=lesson.url_path, icon=lesson.icon)
         for lesson in LESSONS
     ]
-    page = st.navigation([home, *lessons])
+    page = st.navigation([home, *lessons], position="top" if present else "sidebar")
     heading.title(t("app.title"))
     heading.caption(t("app.tagline"))
     sentence_box(page.url_path)

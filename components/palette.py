@@ -9,7 +9,31 @@ import numpy as np
 from PIL import Image
 from plotly.colors import sample_colorscale
 
+# Every colour map is one a colour-blind visitor reads too (tests/unit/test_palette.py
+# simulates the three common deficiencies):
+# - one-hue sequential (attention weights), light to dark;
+# - perceptually uniform Viridis and Magma (gates, gradient magnitudes);
+# - red-blue diverging, centred on zero (signed values): red-blue stays apart for
+#   red-green deficiencies;
+# - lines and bars: the Okabe-Ito colours, chosen to stay distinct with every common
+#   deficiency, instead of plotly's default categorical colours (its red and green merge).
 ATTENTION_COLORSCALE = "Blues"
+DIVERGING_COLORSCALE = "RdBu"
+GATE_COLORSCALE = "Viridis"
+MAGNITUDE_COLORSCALE = "Magma"
+BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY_BLUE, BLACK, YELLOW = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#D55E00",
+    "#CC79A7",
+    "#56B4E9",
+    "#000000",
+    "#F0E442",
+)
+CATEGORICAL = (BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY_BLUE, BLACK, YELLOW)
+# The outline that marks a chosen cell on a blue map.
+HIGHLIGHT = VERMILLION
 GAP_RGB = (214, 219, 226)
 
 

@@ -10,14 +10,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative
 
 from components.i18n import t
 from components.layout import axis, frame_layout, hline, vline
+from components.palette import BLUE, CATEGORICAL, DIVERGING_COLORSCALE
 
-ENCODING_COLORSCALE = "RdBu"
+ENCODING_COLORSCALE = DIVERGING_COLORSCALE
 SCHEME_COLORS = dict(
-    zip(("sinusoidal", "learned", "rope", "alibi", "none"), qualitative.D3, strict=False)
+    zip(("sinusoidal", "learned", "rope", "alibi", "none"), CATEGORICAL, strict=False)
 )
 
 
@@ -206,7 +206,7 @@ def error_bars_figure(
     bars = go.Bar(
         x=[scheme_label(n) for n in names],
         y=values,
-        marker_color=[SCHEME_COLORS.get(n, "#1f77b4") for n in names],
+        marker_color=[SCHEME_COLORS.get(n, BLUE) for n in names],
         text=[f"{v:.1e}" for v in values],
         textposition="outside",
         cliponaxis=False,

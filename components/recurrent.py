@@ -12,19 +12,25 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative
 
 from components.i18n import t
 from components.labels import token_labels
 from components.layout import axis, frame_layout, grid_layout, subplot_suffix
 from components.layout import hline as hline_shape
+from components.palette import (
+    BLUE,
+    CATEGORICAL,
+    DIVERGING_COLORSCALE,
+    GATE_COLORSCALE,
+    MAGNITUDE_COLORSCALE,
+    ORANGE,
+)
 
-MODEL_COLORS = dict(zip(("RNN", "LSTM", "GRU", "Transformer"), qualitative.D3, strict=False))
+MODEL_COLORS = dict(zip(("RNN", "LSTM", "GRU", "Transformer"), CATEGORICAL, strict=False))
 F32_MAX = float(np.finfo(np.float32).max)
 # log10 of the smallest value a heatmap shows; exact zeros (underflow) sit here.
 LOG_FLOOR = -45.0
-GATE_COLORSCALE = "Viridis"
-STATE_COLORSCALE = "RdBu"
+STATE_COLORSCALE = DIVERGING_COLORSCALE
 
 
 def chartable(values: np.ndarray) -> int:
@@ -110,7 +116,7 @@ def unit_heatmap(
         y=np.arange(logs.shape[1]),
         zmin=max(float(logs.min()), finite_max - 12.0),
         zmax=finite_max,
-        colorscale="Magma",
+        colorscale=MAGNITUDE_COLORSCALE,
         colorbar=dict(title=value_name, thickness=12),
         hovertemplate=f"%{{x}}, {t('chart.unit')} %{{y}}<br>log10 = %{{z:.2f}}<extra></extra>",
     )
@@ -190,7 +196,7 @@ def clipping_figure(
     """Two bar groups: the total gradient norm (log axis) and the early steps' share (%),
     each without and with clipping. A non-finite value gets no bar (the page says why)."""
     layout = grid_layout(1, 2, (total_title, share_title))
-    colors = ("#1f77b4", "#ff7f0e")
+    colors = (BLUE, ORANGE)
     names = list(totals)
     total_values = np.array([totals[n] for n in names], dtype=np.float64)
     share_values = 100 * np.array([shares[n] for n in names], dtype=np.float64)

@@ -37,25 +37,30 @@ def _finite_points(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
 # --- generic summaries --------------------------------------------------------------------
 
 
-def lines_summary(curves: Mapping[str, tuple[Sequence, Sequence]]) -> str:
-    """Each line from its first to its last drawn point: "RNN: 0.5 at 0 → 1e-09 at 50"."""
+def _each_line(curves: Mapping[str, tuple[Sequence, Sequence]], describe) -> str:
+    """`describe(name, xs, ys)` for each line's drawn (finite) points, joined; a line with
+    none says so."""
     parts = []
     for name, (x, y) in curves.items():
         xs, ys = _finite_points(x, y)
-        if ys.size == 0:
-            parts.append(t("summary.line_empty", name=name))
-            continue
-        parts.append(
-            t(
-                "summary.line",
-                name=name,
-                first=number(ys[0]),
-                x0=_label(xs[0]),
-                last=number(ys[-1]),
-                x1=_label(xs[-1]),
-            )
-        )
+        parts.append(describe(name, xs, ys) if ys.size else t("summary.line_empty", name=name))
     return SEPARATOR.join(parts)
+
+
+def lines_summary(curves: Mapping[str, tuple[Sequence, Sequence]]) -> str:
+    """Each line from its first to its last drawn point: "RNN: 0.5 at 0 → 1e-09 at 50"."""
+
+    def first_to_last(name, xs, ys) -> str:
+        return t(
+            "summary.line",
+            name=name,
+            first=number(ys[0]),
+            x0=_label(xs[0]),
+            last=number(ys[-1]),
+            x1=_label(xs[-1]),
+        )
+
+    return _each_line(curves, first_to_last)
 
 
 def bars_summary(values: Mapping[str, float]) -> str:
@@ -196,15 +201,12 @@ def head_statistics_summary(stats: Mapping[str, np.ndarray], titles: Mapping[str
 
 def peaks_summary(curves: Mapping[str, tuple[Sequence, Sequence]]) -> str:
     """The largest drawn value of each line and where: "rotation: largest 1e-14 at 37"."""
-    parts = []
-    for name, (x, y) in curves.items():
-        xs, ys = _finite_points(x, y)
-        if ys.size == 0:
-            parts.append(t("summary.line_empty", name=name))
-            continue
+
+    def peak(name, xs, ys) -> str:
         i = int(np.argmax(ys))
-        parts.append(t("summary.peak", name=name, value=number(ys[i]), x=_label(xs[i])))
-    return SEPARATOR.join(parts)
+        return t("summary.peak", name=name, value=number(ys[i]), x=_label(xs[i]))
+
+    return _each_line(curves, peak)
 
 
 def values_at_summary(curves: Mapping[str, tuple[Sequence, Sequence]], at) -> str:

@@ -6,6 +6,7 @@ import torch
 
 from components.frame import enter_lesson
 from components.i18n import t
+from components.palette import BLACK, BLUE, ORANGE, SKY_BLUE, VERMILLION
 from components.recurrent import (
     chartable,
     clipping_figure,
@@ -339,9 +340,9 @@ with theory_col:
             dashed=(t("recurrent.theory.formula", r=settings.radius),),
             widths={t("recurrent.theory.measured"): 6},
             colors={
-                t("recurrent.theory.measured"): "#9ecae1",
-                t("recurrent.theory.formula", r=settings.radius): "#111111",
-                t("recurrent.theory.yours"): "#2ca02c",
+                t("recurrent.theory.measured"): SKY_BLUE,
+                t("recurrent.theory.formula", r=settings.radius): BLACK,
+                t("recurrent.theory.yours"): VERMILLION,
             },
         ),
         key="rc_theory",
@@ -434,7 +435,7 @@ with clip_right:
             title=t("recurrent.clip.lines", model=focus),
             x_title=t("recurrent.distance.axis"),
             y_title="‖∂L/∂X_t‖",
-            colors={without: "#1f77b4", with_clip: "#ff7f0e"},
+            colors={without: BLUE, with_clip: ORANGE},
             hline=settings.clip,
         ),
         key="rc_clip_lines",

@@ -30,6 +30,16 @@ def open_lesson(url_path: str, sentence: str | None = None, **query: str) -> App
     return at
 
 
+def open_home(**query: str) -> AppTest:
+    """The app's home page, opened from a link with these query parameters."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT)
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def chart_specs(at: AppTest) -> list[dict]:
     """Every plotly chart on the page, as the figure dict the browser receives."""
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]

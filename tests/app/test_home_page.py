@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from conftest import APP_TIMEOUT, ROOT
+from conftest import open_home
 from streamlit.testing.v1 import AppTest
 
 import components.widgets as widgets
 from components.i18n import strings, using_language
 from components.lineage import COLUMNS, cells, lesson_for
 from models.lineage import ARCHITECTURES, LENGTHS, Measured
-
-
-def open_home(**query: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT)
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def drawn_markdown(at: AppTest) -> list[str]:

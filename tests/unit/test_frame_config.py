@@ -188,3 +188,88 @@ def test_no_page_imports_another_page():
             if root == "pages" or root in stems or module.startswith("."):
                 offenders.append((_rel(path), module))
     assert offenders == []
+
+
+# --- raw HTML: only constant style sheets -------------------------------------------------
+
+_CONSTANT_NAMES = {"Path", "__file__"}
+
+
+def _is_constant(node: ast.AST, constants: set[str]) -> bool:
+    """Built only from literals, Path, __file__ and names already known to be constant:
+    nothing a visitor sends (session state, widgets, the link) can be in it."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in constants or node.id in _CONSTANT_NAMES
+    if isinstance(node, ast.Attribute):
+        return _is_constant(node.value, constants)
+    if isinstance(node, ast.BinOp):
+        return _is_constant(node.left, constants) and _is_constant(node.right, constants)
+    if isinstance(node, ast.Call):
+        parts = [node.func, *node.args, *(k.value for k in node.keywords)]
+        return all(_is_constant(part, constants) for part in parts)
+    return False
+
+
+def _module_constants(tree: ast.Module) -> set[str]:
+    constants: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and _is_constant(node.value, constants):
+            constants.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.value is not None
+            and _is_constant(node.value, constants)
+        ):
+            constants.add(node.target.id)
+    return constants
+
+
+def _raw_html_calls(path: Path) -> list[tuple[int, bool]]:
+    """Every `….html(…)` call in a file: (line, whether its content is a constant)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    constants = _module_constants(tree)
+    calls = []
+    for node in ast.walk(tree):
+        is_call = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        if is_call and node.func.attr == "html":
+            args = [*node.args, *(k.value for k in node.keywords if k.arg == "body")]
+            ok = len(args) == 1 and _is_constant(args[0], constants)
+            ok = ok and not any(k.arg == "unsafe_allow_javascript" for k in node.keywords)
+            calls.append((node.lineno, ok))
+    return calls
+
+
+def test_raw_html_gets_only_constants_never_visitor_data():
+    found = {_rel(path): _raw_html_calls(path) for path in TRACKED}
+    offenders = [(name, line) for name, calls in found.items() for line, ok in calls if not ok]
+    assert offenders == [], "st.html must get a module-level constant (a shipped style sheet)"
+    assert any(found.values()), "the scan sees the style sheets' st.html calls"
+
+
+def test_the_scan_catches_user_data_reaching_raw_html(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import streamlit as st\n"
+        "from pathlib import Path\n"
+        "SHEET = Path(__file__).parent / 'x.css'\n"
+        "st.html(SHEET)\n"
+        "st.html('<style>p{}</style>')\n"
+        "st.html(st.session_state['sentence'])\n"
+        "text = st.text_input('x')\n"
+        "st.html(f'<b>{text}</b>')\n"
+        "st.html(SHEET, unsafe_allow_javascript=True)\n",
+        encoding="utf-8",
+    )
+    assert _raw_html_calls(sample) == [(4, True), (5, True), (6, False), (8, False), (9, False)]
+
+
+def test_shipped_style_sheets_load_nothing_and_run_nothing():
+    sheets = sorted((REPO_ROOT / "assets" / "styles").glob("*.css"))
+    assert sheets
+    for sheet in sheets:
+        text = sheet.read_text(encoding="utf-8").lower()
+        for bad in ("url(", "@import", "<", "expression(", "javascript:"):
+            assert bad not in text, (sheet.name, bad)

@@ -1,0 +1,67 @@
+"""Presenter mode: from the link (?present=1) or the switch, on every page, in the frame.
+
+What it looks like (large text, no sidebar, one chart per screen) is checked in the
+browser (tests/e2e/test_classroom.py); here: state, the style sheet, the link's note.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import chart_specs, messages, open_home, open_lesson
+from streamlit.testing.v1 import AppTest
+
+from components.frame import LAYOUT_CSS, PRESENTER_CSS
+
+TOGGLE = "_present_toggle"
+PRESENTER_RULE = PRESENTER_CSS.read_text(encoding="utf-8").split("*/")[0]
+
+
+def style_sheets(at: AppTest) -> list[str]:
+    return [el.proto.body for el in at.get("html")]
+
+
+def presenting(at: AppTest) -> bool:
+    return any(PRESENTER_RULE in body for body in style_sheets(at))
+
+
+@pytest.mark.parametrize("spelling", ["1", "true", "YES", "on"])
+def test_a_link_turns_presenter_mode_on(spelling):
+    at = open_home(present=spelling)
+    assert at.toggle(key=TOGGLE).value is True
+    assert presenting(at)
+    assert at.query_params["present"] in ("1", ["1"])  # the link keeps one spelling
+
+
+@pytest.mark.parametrize("spelling", ["0", "off", "false"])
+def test_a_link_can_say_off(spelling):
+    at = open_home(present=spelling)
+    assert at.toggle(key=TOGGLE).value is False
+    assert not presenting(at)
+    assert not [m for m in messages(at) if m.startswith("The link")]
+
+
+def test_a_bad_value_in_the_link_gets_a_note_and_the_normal_view():
+    at = open_home(present="<script>")
+    assert at.toggle(key=TOGGLE).value is False
+    assert not presenting(at)
+    assert any(m.startswith("The link") for m in messages(at))
+    assert "<script>" in [el.value for el in at.text]  # quoted as plain text
+
+
+def test_without_a_link_the_page_is_normal_and_the_layout_sheet_is_always_there():
+    at = open_home()
+    assert at.toggle(key=TOGGLE).value is False
+    assert not presenting(at)
+    layout = LAYOUT_CSS.read_text(encoding="utf-8").split("*/")[0]
+    assert any(layout in body for body in style_sheets(at))
+
+
+def test_every_lesson_draws_in_presenter_mode_and_switches_back(lesson_path):
+    at = open_lesson(lesson_path, "The cat sat on the mat")
+    at.toggle(key=TOGGLE).set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert presenting(at)
+    assert chart_specs(at)
+    at.toggle(key=TOGGLE).set_value(False).run()
+    assert not presenting(at)
+    assert chart_specs(at)
