@@ -24,4 +24,5 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson("pages/positional.py", "positional", "📍", "nav.positional", "home.positional"),
     Lesson("pages/masks.py", "masks", "🎭", "nav.masks", "home.masks"),
     Lesson("pages/recurrent.py", "recurrent", "🔁", "nav.recurrent", "home.recurrent"),
+    Lesson("pages/training.py", "training", "🏋️", "nav.training", "home.training"),
 )

@@ -412,3 +412,53 @@ def load_recurrent(
         forget_bias=forget_bias,
     )
     return Recurrent(cfg, seed=seed)
+
+
+# --- trained models: shipped checkpoints, visitors' own, the training queue ---
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def load_checkpoint(stem: str):
+    """A shipped or saved checkpoint, frozen and shared (only ever read)."""
+    from models import checkpoints
+
+    return checkpoints.load(stem)
+
+
+def visitor_id() -> str:
+    """This browser session's random id: names its folder of trained models."""
+    import uuid
+
+    return st.session_state.setdefault("visitor_id", uuid.uuid4().hex)
+
+
+@st.cache_resource(show_spinner=False)
+def load_visitor_store():
+    from models.visitor_store import VisitorStore
+
+    store = VisitorStore()
+    store.prune()
+    return store
+
+
+@st.cache_resource(show_spinner=False)
+def load_job_manager():
+    """One queue for the whole server: at most MAX_RUNNING training runs at once."""
+    from models.jobs import MAX_RUNNING, JobManager
+
+    store = load_visitor_store()
+
+    def save(job) -> None:
+        store.prune()
+        task = job.trainers and next(iter(job.trainers.values())).task
+        for kind, trainer in job.trainers.items():
+            store.save(
+                job.owner,
+                f"{task.key()}-{kind}",
+                trainer.model,
+                task=task.config(),
+                training=trainer.metadata(job.finished - job.started),
+                metrics=job.results.get(kind, {}),
+            )
+
+    return JobManager(max_running=MAX_RUNNING, on_finish=save)

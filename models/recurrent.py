@@ -131,30 +131,32 @@ class Recurrent(nn.Module):
         probe: torch.Tensor | None = None,
         state: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> dict[str, torch.Tensor]:
-        """Run over `X [T, num_inputs]` from `state = (H, C)` before step 0 (default zeros; C is
-        read by the LSTM only).
+        """Run over `X [T, num_inputs]` (or a batch `[..., T, num_inputs]`, as training uses) from
+        `state = (H, C)` before step 0 (default zeros; C is read by the LSTM only).
 
         Returns a fresh dict: `H [T, num_hiddens]` and every gate `[T, num_hiddens]`
         (LSTM: I, F, O, C_tilde, C; GRU: Z, R, H_tilde). `probe [T, num_hiddens]`, if given,
         is added to each H_t as it is made (zeros change nothing): the gradient of a loss with
         respect to the probe is ∂L/∂H_t for every t, in one backward pass.
         """
-        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] != self.cfg.num_inputs:
+        if X.ndim < 2 or X.shape[-2] < 1 or X.shape[-1] != self.cfg.num_inputs:
             raise ValueError(f"X must be [T ≥ 1, {self.cfg.num_inputs}], got {tuple(X.shape)}")
         cell, n_h = self.cfg.cell, self.cfg.num_hiddens
         W_x, W_h, b = self.stacked_weights(X.dtype)
         # The input part of every step at once; only H_{t−1} W_h· is left to the loop.
         inputs = X @ W_x + b
-        H, C = state if state is not None else (X.new_zeros(n_h), X.new_zeros(n_h))
+        zeros = X.new_zeros((*X.shape[:-2], n_h))
+        H, C = state if state is not None else (zeros, zeros)
         hidden: list[torch.Tensor] = []
         steps: dict[str, list[torch.Tensor]] = {name: [] for name in (*GATES[cell], "C")}
-        for t in range(X.shape[0]):
+        for t in range(X.shape[-2]):
+            x_t = inputs[..., t, :]
             if cell == "rnn":
-                H = _activate(inputs[t] + H @ W_h, self.cfg.activation)
+                H = _activate(x_t + H @ W_h, self.cfg.activation)
             elif cell == "lstm":
-                a = inputs[t] + H @ W_h
-                I, F, O = torch.sigmoid(a[: 3 * n_h]).split(n_h)  # noqa: E741
-                C_tilde = torch.tanh(a[3 * n_h :])
+                a = x_t + H @ W_h
+                I, F, O = torch.sigmoid(a[..., : 3 * n_h]).split(n_h, dim=-1)  # noqa: E741
+                C_tilde = torch.tanh(a[..., 3 * n_h :])
                 C = F * C + I * C_tilde
                 H = O * torch.tanh(C)
                 for name, value in (("I", I), ("F", F), ("O", O), ("C_tilde", C_tilde)):
@@ -163,16 +165,18 @@ class Recurrent(nn.Module):
             else:
                 # One matmul gives H_{t−1} W_hz, H_{t−1} W_hr and H_{t−1} W_hh at once.
                 h = H @ W_h
-                Z, R = torch.sigmoid(inputs[t, : 2 * n_h] + h[: 2 * n_h]).split(n_h)
-                H_tilde = torch.tanh(inputs[t, 2 * n_h :] + R * h[2 * n_h :])
+                Z, R = torch.sigmoid(x_t[..., : 2 * n_h] + h[..., : 2 * n_h]).split(n_h, dim=-1)
+                H_tilde = torch.tanh(x_t[..., 2 * n_h :] + R * h[..., 2 * n_h :])
                 H = Z * H + (1 - Z) * H_tilde
                 for name, value in (("Z", Z), ("R", R), ("H_tilde", H_tilde)):
                     steps[name].append(value)
             if probe is not None:
                 H = H + probe[t]
             hidden.append(H)
-        trace = {"H": torch.stack(hidden)}
-        trace.update({name: torch.stack(values) for name, values in steps.items() if values})
+        trace = {"H": torch.stack(hidden, dim=-2)}
+        trace.update(
+            {name: torch.stack(values, dim=-2) for name, values in steps.items() if values}
+        )
         return trace
 
     def run_with_cache(self, X: torch.Tensor) -> tuple[torch.Tensor, dict[str, np.ndarray]]:

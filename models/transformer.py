@@ -143,22 +143,23 @@ class Attention(nn.Module):
         mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         source = memory if self.cross else x
-        q = torch.einsum("pd,hde->hpe", x, self.W_Q) + self.b_Q[:, None]
-        k = torch.einsum("pd,hde->hpe", source, self.W_K) + self.b_K[:, None]
-        v = torch.einsum("pd,hde->hpe", source, self.W_V) + self.b_V[:, None]
+        # `...` is an optional batch dimension (training runs batches; the lessons do not).
+        q = torch.einsum("...pd,hde->...hpe", x, self.W_Q) + self.b_Q[:, None]
+        k = torch.einsum("...pd,hde->...hpe", source, self.W_K) + self.b_K[:, None]
+        v = torch.einsum("...pd,hde->...hpe", source, self.W_V) + self.b_V[:, None]
         bias = None
         # Position enters self-attention only; cross-attention compares content.
         if not self.cross and self.cfg.positional == "rope":
-            positions = torch.arange(x.shape[0])
+            positions = torch.arange(x.shape[-2])
             q = rope(q, positions, self.cfg.rope_base)
             k = rope(k, positions, self.cfg.rope_base)
         if not self.cross and self.cfg.positional == "alibi":
-            n = x.shape[0]
+            n = x.shape[-2]
             alibi = pe.alibi_bias(self.cfg.n_heads, n, n, causal=self.cfg.causal)
             bias = torch.from_numpy(alibi).to(x.dtype)
         causal = self.cfg.causal and not self.cross
         scores, pattern, z = attention(q, k, v, causal=causal, bias=bias, mask=mask)
-        result = torch.einsum("hqe,hed->qd", z, self.W_O) + self.b_O
+        result = torch.einsum("...hqe,hed->...qd", z, self.W_O) + self.b_O
         for hook, value in (
             ("hook_q", q),
             ("hook_k", k),
@@ -251,9 +252,9 @@ class Transformer(nn.Module):
             return self.W_pos[:n_pos]
         return None
 
-    def _tokens(self, tokens) -> torch.Tensor:
+    def _tokens(self, tokens, batched: bool) -> torch.Tensor:
         tokens = torch.as_tensor(tokens, dtype=torch.long)
-        if tokens.ndim != 1 or tokens.numel() == 0:
+        if tokens.ndim not in ((1, 2) if batched else (1,)) or tokens.numel() == 0:
             raise ValueError("tokens must be a non-empty 1-D sequence of ids")
         if int(tokens.min()) < 0 or int(tokens.max()) >= self.cfg.d_vocab:
             raise ValueError(f"token ids must be in [0, {self.cfg.d_vocab})")
@@ -267,12 +268,13 @@ class Transformer(nn.Module):
         mask: torch.Tensor | None = None,
         cross_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        tokens = self._tokens(tokens)
+        # A batch `[batch, pos]` only without a cache: traces are of one sequence.
+        tokens = self._tokens(tokens, batched=cache is None)
         if self.cfg.cross_attention and memory is None:
             raise ValueError("a decoder with cross-attention needs the encoder's output")
         x = self.W_E[tokens]
         _record(cache, "hook_embed", x)
-        pos = self.pos_embed(tokens.numel())
+        pos = self.pos_embed(tokens.shape[-1])
         if pos is not None:
             _record(cache, "hook_pos_embed", pos)
             x = x + pos

@@ -25,25 +25,43 @@ from components.summaries import (
 from components.widgets import (
     linked_selectbox,
     linked_slider,
+    load_checkpoint,
     load_recurrent,
     load_tokenizer,
     load_transformer,
+    load_visitor_store,
     sentence_or_stop,
     show_chart,
     show_notes,
+    visitor_id,
 )
 from models import gradient_flow as gf
+from models import trained_sources as ts
 from models.inputs import Note, tokenization_notes
 from models.recurrent import ACTIVATIONS, INITS
 from models.tokenizer import MAX_TOKENS
+from models.train import CHECKPOINT_DIR
 
 enter_lesson()
 
 CELLS = {"RNN": "rnn", "LSTM": "lstm", "GRU": "gru"}
+CONSTRUCTED = "constructed"  # weights built from the controls; otherwise trained ones
+
+
+def _checkpoint(source: str, kind: str):
+    """A trained model (shipped, or one of this visitor's runs), shared and frozen."""
+    folder = CHECKPOINT_DIR if source == ts.SHIPPED_SOURCE else load_visitor_store().folder(me)
+    return load_checkpoint(str(ts.stem(folder, source, kind)))
+
+
+def _trained(source: str, kind: str):
+    return _checkpoint(source, kind).model
 
 
 def _model(cell: str, d_in: int, s: dict):
     """The shared frozen model for these settings (only the settings a cell reads are keyed)."""
+    if s["weights"] != CONSTRUCTED:
+        return _trained(s["weights"], cell).core
     return load_recurrent(
         cell,
         d_in,
@@ -62,22 +80,35 @@ def _inputs(ids: tuple[int, ...] | None, length: int) -> torch.Tensor:
     return transformer.W_E[list(ids)].detach()
 
 
+def _x(cell: str, ids: tuple[int, ...] | None, length: int, s: dict) -> torch.Tensor:
+    """What `cell` reads: the shared inputs, or a trained model's view of its task's example."""
+    if s["weights"] == CONSTRUCTED:
+        return _inputs(ids, length)
+    model = _trained(s["weights"], cell)
+    return ts.inputs_for(model, ts.example(s["task"])[1])
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def flows(ids: tuple[int, ...] | None, length: int, tau: int, s: dict) -> dict:
-    X = _inputs(ids, length)
-    out = {
-        name: gf.recurrent_gradient_flow(_model(cell, X.shape[1], s), X, tau)
-        for name, cell in CELLS.items()
-    }
-    out["Transformer"] = gf.transformer_gradient_flow(load_transformer(), X, tau)
+    out = {}
+    for name, cell in CELLS.items():
+        X = _x(cell, ids, length, s)
+        out[name] = gf.recurrent_gradient_flow(_model(cell, X.shape[1], s), X, tau)
+    transformer = (
+        load_transformer()
+        if s["weights"] == CONSTRUCTED
+        else _trained(s["weights"], "transformer").core
+    )
+    X = _x("transformer", ids, length, s)
+    out["Transformer"] = gf.transformer_gradient_flow(transformer, X, tau)
     return out
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def jacobian_norms(ids: tuple[int, ...] | None, length: int, s: dict) -> dict:
-    X = _inputs(ids, length)
     result = {}
     for name, cell in CELLS.items():
+        X = _x(cell, ids, length, s)
         model = _model(cell, X.shape[1], s)
         size = s["num_hiddens"] * (2 if cell == "lstm" else 1)
         steps = gf.jacobian_steps(X.shape[0], size)
@@ -103,6 +134,23 @@ sentence = sentence_or_stop()
 # Controls --------------------------------------------------------------------------------
 st.subheader(t("recurrent.controls.title"))
 col_input, col_matrix, col_model = st.columns(3)
+me = visitor_id()
+weights = linked_selectbox(
+    col_input,
+    t("recurrent.controls.weights"),
+    (
+        CONSTRUCTED,
+        ts.SHIPPED_SOURCE,
+        *ts.complete_runs([m.name for m in load_visitor_store().list(me)]),
+    ),
+    CONSTRUCTED,
+    key="rc_weights",
+    format_func=lambda w: (
+        t(f"recurrent.weights.{w}")
+        if w in (CONSTRUCTED, ts.SHIPPED_SOURCE)
+        else t("recurrent.weights.mine", name=w)
+    ),
+)
 source = linked_selectbox(
     col_input,
     t("recurrent.controls.source"),
@@ -168,12 +216,18 @@ s = {
     "init": settings.init,
     "radius": round(settings.radius, 6),
     "forget_bias": settings.forget_bias,
+    "weights": weights,
 }
 
 # Input -----------------------------------------------------------------------------------
 ids: tuple[int, ...] | None = None
 tokens = None
-if settings.source == "sentence":
+if s["weights"] != CONSTRUCTED:
+    # Trained weights read the task they learned: its first held-out sequence.
+    s["task"] = _checkpoint(s["weights"], "rnn").task
+    tokens = ts.example(s["task"])[0]
+    st.info(t("recurrent.trained.note", task=" ".join(tokens)))
+elif settings.source == "sentence":
     encoded = load_tokenizer().encode(sentence.text, MAX_TOKENS)
     setting_notes += tokenization_notes(
         len(encoded.ids),
@@ -183,7 +237,7 @@ if settings.source == "sentence":
         vocabulary="own_",
     )
     ids, tokens = tuple(encoded.ids), list(encoded.tokens)
-n_steps = len(ids) if ids is not None else settings.length
+n_steps = len(tokens) if tokens is not None else settings.length
 tau = gf.loss_step(n_steps, settings.before_end)
 if settings.before_end > n_steps - 1:
     setting_notes.append(Note("recurrent_loss_moved", {"asked": settings.before_end, "tau": tau}))

@@ -35,3 +35,14 @@ def tiny_models_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("models")
     save_tiny_models(root)
     return root
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Tiny models train fastest on one thread, and the machine is shared."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

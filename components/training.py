@@ -1,0 +1,79 @@
+"""Figures of the training lab: bars for perplexities, a grid of head scores.
+
+Arrays and labels in, plotly figures out; no st.*, no torch. Line charts (loss curves,
+accuracy against lag, n-gram sparsity) use components.recurrent.lines_figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from components.labels import escape_label
+from components.recurrent import MODEL_COLORS
+
+NGRAM_COLOR = "#7f7f7f"
+
+
+def bars_figure(
+    labels: Sequence[str],
+    values: Sequence[float],
+    title: str = "",
+    y_title: str = "",
+    colors: Sequence[str] | None = None,
+) -> go.Figure:
+    """One bar per label; non-finite values are left out (a bar of NaN draws nothing true)."""
+    values = np.asarray(values, dtype=np.float64)
+    keep = np.isfinite(values)
+    names = [escape_label(label) for label, k in zip(labels, keep, strict=True) if k]
+    shown = [c for c, k in zip(colors, keep, strict=True) if k] if colors else None
+    fig = go.Figure(
+        go.Bar(
+            x=names,
+            y=values[keep],
+            marker_color=shown,
+            text=[f"{v:.1f}" for v in values[keep]],
+            textposition="outside",
+            hovertemplate="%{x}: %{y:.2f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=title, yaxis_title=y_title, height=360, margin=dict(l=50, r=20, t=50, b=60)
+    )
+    return fig
+
+
+def perplexity_colors(labels: Sequence[str]) -> list[str]:
+    """Each neural model in its usual colour; every n-gram order in grey."""
+    return [MODEL_COLORS.get(label, NGRAM_COLOR) for label in labels]
+
+
+def head_grid_figure(
+    scores: np.ndarray, title: str = "", x_title: str = "", y_title: str = "", zmax: float = 1.0
+) -> go.Figure:
+    """`scores [layer, head]` as a small heatmap with each value written in its cell."""
+    scores = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=0.0)
+    n_layers, n_heads = scores.shape
+    fig = go.Figure(
+        go.Heatmap(
+            z=scores,
+            x=[str(h) for h in range(n_heads)],
+            y=[str(layer) for layer in range(n_layers)],
+            zmin=0.0,
+            zmax=zmax,
+            colorscale="Blues",
+            text=[[f"{v:.2f}" for v in row] for row in scores],
+            texttemplate="%{text}",
+            hovertemplate="layer %{y} head %{x}: %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=title,
+        xaxis_title=x_title,
+        yaxis_title=y_title,
+        height=120 + 60 * n_layers,
+        margin=dict(l=50, r=20, t=50, b=40),
+    )
+    return fig

@@ -1,0 +1,135 @@
+"""The trainable models of the training lab: an input layer, a core, a readout.
+
+The core is one of SeqLens's own models, unchanged, so a trained core is shown by the same
+lessons that show a constructed one: `Recurrent` (RNN, LSTM, GRU), a causal `Transformer`,
+or an `EncoderDecoder`. Around it:
+
+- `W_in [n_in, d_model]`: an embedding table for token inputs, or the weights of a linear
+  layer for feature inputs (the adding problem's value and marker); the Transformer uses
+  its own `W_E` as its embedding;
+- `W_U [d_model, n_out]`, `b_U [n_out]`: one readout for every position.
+
+A model is built from (spec, seed) with a private generator. Training switches gradients on
+for its own copy; once trained, `freeze()` makes it read-only like every shared model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import torch
+from torch import nn
+
+from models.recurrent import CELLS, Recurrent, RecurrentConfig
+from models.transformer import EncoderDecoder, Transformer, TransformerConfig
+
+KINDS = (*CELLS, "transformer", "encdec")
+LABELS = {"rnn": "RNN", "lstm": "LSTM", "gru": "GRU", "transformer": "Transformer"}
+LABELS["encdec"] = "Encoder–decoder"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    kind: str
+    n_in: int  # vocabulary size, or the number of input features when `features`
+    n_out: int  # classes per position (1: a regression)
+    d_model: int = 64  # the hidden size of a recurrent core
+    features: bool = False
+    n_layers: int = 2
+    n_heads: int = 4
+    n_ctx: int = 64
+    positional: str = "learned"
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if min(self.n_in, self.n_out, self.d_model, self.n_layers, self.n_heads, self.n_ctx) < 1:
+            raise ValueError("every size must be positive")
+        if self.features and self.kind not in CELLS:
+            raise ValueError("only recurrent models read feature vectors")
+        if self.kind in ("transformer", "encdec") and self.d_model % (2 * self.n_heads):
+            raise ValueError("d_model must split into n_heads heads of even size")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> ModelSpec:
+        known = {f.name for f in fields(cls)}
+        unknown = set(raw) - known
+        if unknown:
+            raise ValueError(f"unknown model settings: {sorted(unknown)}")
+        return cls(**raw)
+
+    @property
+    def is_recurrent(self) -> bool:
+        return self.kind in CELLS
+
+
+def _normal(generator: torch.Generator, std: float, *shape: int) -> nn.Parameter:
+    return nn.Parameter(torch.randn(*shape, generator=generator) * std)
+
+
+class SequenceModel(nn.Module):
+    """Input layer, core, readout: `[batch, T]` token ids (or `[batch, T, n_in]` features)
+    in, `[batch, T, n_out]` out."""
+
+    def __init__(self, spec: ModelSpec, seed: int = 0):
+        super().__init__()
+        self.spec = spec
+        self.seed = seed
+        generator = torch.Generator().manual_seed(seed)
+        d = spec.d_model
+        if spec.is_recurrent:
+            in_std = 1 / math.sqrt(spec.n_in) if spec.features else 1.0
+            self.W_in = _normal(generator, in_std, spec.n_in, d)
+            self.core = Recurrent(
+                RecurrentConfig(cell=spec.kind, num_inputs=d, num_hiddens=d, init="orthogonal"),
+                seed,
+            )
+        else:
+            cfg = TransformerConfig(
+                d_model=d,
+                n_heads=spec.n_heads,
+                d_head=d // spec.n_heads,
+                n_layers=spec.n_layers,
+                n_ctx=spec.n_ctx,
+                d_vocab=spec.n_in,
+                d_mlp=4 * d,
+                positional=spec.positional,
+                causal=True,
+            )
+            core = EncoderDecoder if spec.kind == "encdec" else Transformer
+            self.core = core(cfg, seed)
+        self.W_U = _normal(generator, 1 / math.sqrt(d), d, spec.n_out)
+        self.b_U = nn.Parameter(torch.zeros(spec.n_out))
+        self.requires_grad_(True)
+
+    def freeze(self) -> SequenceModel:
+        """Read-only from now on, safe to share between threads."""
+        self.requires_grad_(False)
+        self.eval()
+        return self
+
+    def embed(self, inputs: torch.Tensor) -> torch.Tensor:
+        """What a recurrent core reads: `X [..., T, d_model]`."""
+        if self.spec.features:
+            return inputs.to(torch.float32) @ self.W_in
+        return self.W_in[inputs]
+
+    def hidden(self, inputs: torch.Tensor, decoder_inputs: torch.Tensor | None = None):
+        """The core's output `[..., T, d_model]` before the readout."""
+        if self.spec.is_recurrent:
+            return self.core(self.embed(inputs))["H"]
+        if self.spec.kind == "encdec":
+            if decoder_inputs is None:
+                raise ValueError("an encoder–decoder needs the decoder's inputs")
+            return self.core(inputs, decoder_inputs)
+        return self.core(inputs)
+
+    def forward(self, inputs: torch.Tensor, decoder_inputs: torch.Tensor | None = None):
+        return self.hidden(inputs, decoder_inputs) @ self.W_U + self.b_U
+
+    def n_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

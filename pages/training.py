@@ -1,0 +1,412 @@
+"""Lesson: train RNN, LSTM, GRU and Transformer side by side, and what training measured."""
+
+import json
+
+import numpy as np
+import streamlit as st
+
+from components.frame import enter_lesson
+from components.i18n import t
+from components.labels import escape_label, token_labels
+from components.recurrent import lines_figure
+from components.training import (
+    NGRAM_COLOR,
+    bars_figure,
+    head_grid_figure,
+    perplexity_colors,
+)
+from components.widgets import (
+    linked_multiselect,
+    linked_selectbox,
+    linked_slider,
+    load_checkpoint,
+    load_job_manager,
+    load_visitor_store,
+    sentence_or_stop,
+    show_chart,
+    visitor_id,
+)
+from models import jobs
+from models.task_models import LABELS
+from models.tasks import TASKS, make_task
+from models.train import (
+    CHECKPOINT_DIR,
+    COPY_LAG_FILE,
+    LM_BASELINE_FILE,
+    TARGETS,
+    checkpoint_name,
+)
+
+enter_lesson()
+
+MAX_STEPS = 1500
+JOB_KEY = "training_job"
+
+st.header(t("training.title"))
+st.caption(t("training.intro", running=jobs.MAX_RUNNING))
+sentence = sentence_or_stop()
+
+# Controls --------------------------------------------------------------------------------
+st.subheader(t("training.controls.title"))
+col_task, col_models, col_run = st.columns(3)
+task_name = linked_selectbox(
+    col_task,
+    t("training.controls.task"),
+    tuple(TASKS),
+    "copy",
+    key="tr_task",
+    format_func=lambda name: t(f"training.task.{name}"),
+)
+lag = linked_slider(
+    col_task,
+    t("training.controls.lag"),
+    5,
+    60,
+    20,
+    key="tr_lag",
+    disabled=task_name != "copy",
+)
+task = make_task(task_name, lag=lag) if task_name == "copy" else make_task(task_name)
+col_task.caption(t(f"training.about.{task_name}"))
+kinds = linked_multiselect(
+    col_models,
+    t("training.controls.models"),
+    task.models,
+    list(task.models),
+    key=f"tr_models_{task_name}",
+    max_selections=len(task.models),
+    format_func=lambda kind: LABELS[kind],
+)
+steps = linked_slider(col_run, t("training.controls.steps"), 10, MAX_STEPS, 300, key="tr_steps")
+seed = linked_slider(col_run, t("training.controls.seed"), 0, 9, 0, key="tr_seed")
+
+manager = load_job_manager()
+store = load_visitor_store()
+me = visitor_id()
+if col_models.button(t("training.start"), type="primary", disabled=not kinds, key="tr_start"):
+    request = jobs.RunRequest(task.config(), tuple(kinds), steps, seed)
+    try:
+        st.session_state[JOB_KEY] = manager.submit(me, request).id
+    except jobs.QueueFull:
+        st.error(t("training.queue_full"))
+if not kinds:
+    col_models.info(t("training.pick_models"))
+
+
+def _curves(view: jobs.JobView, field: str) -> dict:
+    return {
+        LABELS[kind]: (np.asarray(c.steps), np.asarray(getattr(c, field), dtype=np.float64))
+        for kind, c in view.curves.items()
+    }
+
+
+def _last(curves: dict, digits: str) -> str:
+    return " · ".join(f"{name} {y[-1]:{digits}}" for name, (_, y) in curves.items() if len(y))
+
+
+def _draw_run(view: jobs.JobView) -> None:
+    run_task = task  # the curves are of the run started from these controls
+    if view.status == jobs.QUEUED:
+        st.info(t("training.queued", position=view.queue_position))
+    elif view.status == jobs.RUNNING:
+        st.progress(
+            view.step / view.total, text=t("training.progress", step=view.step, total=view.total)
+        )
+    else:
+        st.success(t(f"training.status.{view.status}", step=view.step, seconds=view.seconds))
+    if view.error:
+        st.error(t("training.failed"))
+    loss, score = _curves(view, "loss"), _curves(view, "score")
+    if not any(len(x) for x, _ in loss.values()):
+        return
+    left, right = st.columns(2)
+    with left:
+        show_chart(
+            lines_figure(
+                loss,
+                title=t("training.loss.figure"),
+                x_title=t("training.step"),
+                y_title=t("training.loss.axis"),
+            ),
+            key="tr_loss",
+            summary=t("training.loss.summary", step=view.step, values=_last(loss, ".4f")),
+            data={name: y for name, (_, y) in loss.items()},
+        )
+    with right:
+        metric = run_task.metric
+        show_chart(
+            lines_figure(
+                score,
+                title=t(f"training.score.figure.{metric}"),
+                x_title=t("training.step"),
+                y_title=t(f"training.metric.{metric}"),
+                log_y=metric == "mse",
+            ),
+            key="tr_score",
+            summary=t("training.score.summary", step=view.step, values=_last(score, ".3f")),
+            data={name: y for name, (_, y) in score.items()},
+        )
+    if view.results:
+        st.caption(t("training.held_out"))
+        st.dataframe(
+            {
+                t("training.column.model"): [LABELS[k] for k in view.results],
+                t("training.column.loss"): [r["loss"] for r in view.results.values()],
+                t(f"training.metric.{run_task.metric}"): [
+                    r.get(run_task.metric, float("nan")) for r in view.results.values()
+                ],
+            },
+            hide_index=True,
+        )
+
+
+job_id = st.session_state.get(JOB_KEY)
+first_view = manager.snapshot(job_id) if job_id else None
+live = first_view is not None and first_view.status not in jobs.FINISHED
+
+
+@st.fragment(run_every=1.0 if live else None)
+def run_panel() -> None:
+    view = manager.snapshot(job_id) if job_id else None
+    if view is None:
+        st.info(t("training.idle"))
+        return
+    if view.status not in jobs.FINISHED and st.button(t("training.stop"), key="tr_stop"):
+        manager.stop(view.id)
+        view = manager.snapshot(view.id)
+    _draw_run(view)
+    if live and view.status in jobs.FINISHED:
+        st.rerun()  # the whole page: stop polling, list the new models
+
+
+run_panel()
+
+# The visitor's models -----------------------------------------------------------------------
+st.subheader(t("training.mine.title"))
+mine = store.list(me)
+if mine:
+    st.dataframe(
+        {
+            t("training.column.name"): [m.name for m in mine],
+            t("training.column.model"): [LABELS.get(m.kind, m.kind) for m in mine],
+            t("training.column.metrics"): [
+                ", ".join(f"{k} {v:.4g}" for k, v in m.metrics.items()) for m in mine
+            ],
+        },
+        hide_index=True,
+    )
+st.caption(
+    t(
+        "training.mine.explain",
+        count=len(mine),
+        mb=store.max_bytes / 2**20,
+        hours=store.max_age / 3600,
+    )
+)
+
+# Measured: accuracy against lag on the copy task -------------------------------------------
+st.subheader(t("training.lag.title"))
+lag_table = json.loads((CHECKPOINT_DIR / COPY_LAG_FILE).read_text(encoding="utf-8"))
+lags = np.asarray(lag_table["lags"])
+by_lag = {
+    LABELS[kind]: (lags, np.asarray([row[str(lag)] for lag in lags], dtype=np.float64))
+    for kind, row in lag_table["accuracy"].items()
+}
+show_chart(
+    lines_figure(
+        by_lag,
+        title=t("training.lag.figure"),
+        x_title=t("training.lag.axis"),
+        y_title=t("training.metric.accuracy"),
+        log_y=False,
+        hline=lag_table["chance"],
+    ),
+    key="tr_lag_accuracy",
+    summary=t(
+        "training.lag.summary",
+        lag=int(lags[-1]),
+        values=" · ".join(f"{name} {y[-1]:.0%}" for name, (_, y) in by_lag.items()),
+    ),
+    data={"lag": lags, **{name: y for name, (_, y) in by_lag.items()}},
+)
+at_20 = {name: y[list(lags).index(20)] for name, (_, y) in by_lag.items()} if 20 in lags else {}
+st.caption(
+    t(
+        "training.lag.explain",
+        chance=lag_table["chance"],
+        rnn=at_20.get("RNN", float("nan")),
+        lstm=at_20.get("LSTM", float("nan")),
+        transformer=at_20.get("Transformer", float("nan")),
+    )
+)
+targets = [
+    t(
+        "training.target",
+        task=t(f"training.task.{target.task}"),
+        model=LABELS[target.kind],
+        metric=t(f"training.metric.{target.metric}"),
+        sign="≤" if target.metric == "mse" else "≥",
+        threshold=target.threshold,
+    )
+    for target in TARGETS
+]
+with st.expander(t("training.targets.title")):
+    st.text("\n".join(targets))
+    st.caption(t("training.targets.command"))
+    st.code("python -m models.train --all", language="bash")
+
+# The n-gram baseline ----------------------------------------------------------------------
+st.subheader(t("training.ngram.title"))
+baseline = json.loads((CHECKPOINT_DIR / LM_BASELINE_FILE).read_text(encoding="utf-8"))
+orders = np.asarray(baseline["orders"])
+unseen = np.asarray(baseline["unseen_share"], dtype=np.float64)
+sparse_col, ppl_col = st.columns(2)
+with sparse_col:
+    unseen_name = t("training.ngram.unseen")
+    show_chart(
+        lines_figure(
+            {unseen_name: (orders, unseen)},
+            title=t("training.ngram.figure"),
+            x_title="n",
+            y_title=unseen_name,
+            log_y=False,
+        ),
+        key="tr_ngram_unseen",
+        summary=t(
+            "training.ngram.summary",
+            first=int(orders[0]),
+            low=unseen[0],
+            last=int(orders[-1]),
+            high=unseen[-1],
+        ),
+        data={"n": orders, "unseen_share": unseen},
+    )
+with ppl_col:
+    labels = [t("training.ppl.ngram", n=int(n)) for n in orders] + [
+        LABELS[k] for k in baseline["neural_perplexity"]
+    ]
+    values = baseline["ngram_perplexity"] + list(baseline["neural_perplexity"].values())
+    best = int(np.argmin(values))
+    show_chart(
+        bars_figure(
+            labels,
+            values,
+            title=t("training.ppl.figure"),
+            y_title=t("training.ppl.axis"),
+            colors=perplexity_colors(labels),
+        ),
+        key="tr_perplexity",
+        summary=t("training.ppl.summary", best=labels[best], value=values[best]),
+        data={"model": labels, "perplexity": values},
+    )
+st.caption(
+    t(
+        "training.ngram.explain",
+        train=baseline["train_chars"],
+        held=baseline["held_out_chars"],
+    )
+)
+
+# Inside the trained induction Transformer ----------------------------------------------------
+st.subheader(t("training.heads.title"))
+induction_task = make_task("induction")
+
+
+@st.cache_data(show_spinner=False)
+def induction_heads() -> dict:
+    from models.probes import head_scores
+
+    stem = str(CHECKPOINT_DIR / checkpoint_name(induction_task, "transformer"))
+    return head_scores(load_checkpoint(stem).model, induction_task)
+
+
+heads = induction_heads()
+ind_col, prev_col = st.columns(2)
+for where, name, key in (
+    (ind_col, "induction", "tr_heads_induction"),
+    (prev_col, "previous_token", "tr_heads_previous"),
+):
+    scores = heads[name]
+    layer, head = np.unravel_index(int(np.argmax(scores)), scores.shape)
+    with where:
+        show_chart(
+            head_grid_figure(
+                scores,
+                title=t(f"training.heads.{name}"),
+                x_title=t("training.heads.head"),
+                y_title=t("training.heads.layer"),
+            ),
+            key=key,
+            summary=t(
+                "training.heads.summary",
+                layer=int(layer),
+                head=int(head),
+                score=float(scores[layer, head]),
+            ),
+            data={f"layer{i}": row for i, row in enumerate(scores)},
+        )
+st.caption(t("training.heads.explain", half=induction_task.half))
+
+# Your sentence through the trained language models -----------------------------------------
+st.subheader(t("training.yours.title"))
+lm_task = make_task("lm")
+BEST_NGRAM = 4
+
+
+@st.cache_resource(show_spinner=False)
+def ngram_model():
+    from models.ngram import WittenBell
+
+    return WittenBell(lm_task.split()[0], BEST_NGRAM, lm_task.vocab)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def surprisal(text: str) -> dict[str, np.ndarray]:
+    from models.probes import char_surprisal, ngram_surprisal
+
+    out = {"ngram": ngram_surprisal(ngram_model(), text)}
+    for kind in ("lstm", "transformer"):
+        stem = str(CHECKPOINT_DIR / checkpoint_name(lm_task, kind))
+        out[kind] = char_surprisal(load_checkpoint(stem).model, text, lm_task.vocab)
+    return out
+
+
+chars = list(sentence.text[: lm_task.context])
+if len(sentence.text) > lm_task.context:
+    st.info(t("training.yours.cut", n=lm_task.context))
+if len(chars) < 2:
+    st.info(t("training.yours.short"))
+else:
+    ngram_name = t("training.ppl.ngram", n=BEST_NGRAM)
+    bits = {
+        ngram_name if kind == "ngram" else LABELS[kind]: values
+        for kind, values in surprisal("".join(chars)).items()
+    }
+    unknown = sorted({c for c in chars if c not in set(lm_task.vocab)})
+    if unknown:
+        st.warning(t("training.yours.unknown", count=len(unknown)))
+        st.text(" ".join(unknown))
+    labels = token_labels(chars)[1:]
+    # Hover shows the characters read before each one, so the context is visible.
+    context = ["".join(chars[max(0, i - 12) : i + 1]) for i in range(1, len(chars))]
+    positions = np.arange(1, len(chars))
+    show_chart(
+        lines_figure(
+            {name: (positions, values) for name, values in bits.items()},
+            title=t("training.yours.figure"),
+            x_title=t("training.yours.axis"),
+            y_title=t("training.yours.bits"),
+            log_y=False,
+            colors={ngram_name: NGRAM_COLOR},
+            hover_labels={name: [escape_label(c) for c in context] for name in bits},
+        ),
+        key="tr_yours",
+        summary=t(
+            "training.yours.summary",
+            values=" · ".join(
+                f"{name} {np.nanmean(v):.2f}" for name, v in bits.items() if np.isfinite(v).any()
+            ),
+        ),
+        data={"character": labels, **bits},
+    )
+    st.caption(t("training.yours.explain"))

@@ -1,0 +1,77 @@
+"""The training lab in the app: a very short run, live curves, stop, the measured tables."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+from conftest import chart, messages, open_lesson, plotly_array
+
+from components.widgets import load_visitor_store
+from models.train import CHECKPOINT_DIR, COPY_LAG_FILE
+
+WAIT = 240  # seconds: the machine is shared; a 10-step run takes about one
+
+
+def _run_until(at, done, timeout: float = WAIT):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        at.run()
+        if done(at):
+            return at
+        time.sleep(0.5)
+    raise AssertionError(f"not reached in {timeout} s: {messages(at)}")
+
+
+def _finished(at) -> bool:
+    return any(el.value.startswith(("Finished", "Stopped")) for el in at.success)
+
+
+def test_a_short_run_trains_models_side_by_side_and_saves_them():
+    at = open_lesson("training", tr_task="copy", tr_lag="5", tr_steps="10", tr_seed="1")
+    assert not at.exception
+    at.multiselect(key="tr_models_copy").set_value(["rnn", "transformer"])
+    at.button(key="tr_start").click().run()
+    _run_until(at, _finished)
+    assert not at.exception
+    assert any("10 steps" in el.value for el in at.success)
+    loss = chart(at, "tr_loss")
+    assert [trace["name"] for trace in loss["data"]] == ["RNN", "Transformer"]
+    for trace in loss["data"]:
+        assert list(plotly_array(trace["x"])) == list(range(1, 11))
+        assert np.isfinite(plotly_array(trace["y"])).all()
+    assert {trace["name"] for trace in chart(at, "tr_score")["data"]} == {"RNN", "Transformer"}
+    saved = load_visitor_store().list(at.session_state["visitor_id"])
+    assert sorted(m.kind for m in saved) == ["rnn", "transformer"]
+    assert all(m.task == {"name": "copy", "lag": 5, "length": 5, "n_symbols": 8} for m in saved)
+
+
+def test_a_long_run_can_be_stopped():
+    at = open_lesson("training", tr_task="reverse", tr_steps="1500")
+    at.multiselect(key="tr_models_reverse").set_value(["gru"])
+    at.button(key="tr_start").click().run()
+    _run_until(at, lambda at: any(b.key == "tr_stop" for b in at.button))
+    at.button(key="tr_stop").click().run()
+    _run_until(at, _finished)
+    stopped = [el.value for el in at.success if el.value.startswith("Stopped")]
+    assert stopped and "1500 steps" not in stopped[0]
+
+
+def test_the_accuracy_by_lag_chart_shows_the_shipped_table():
+    at = open_lesson("training")
+    table = json.loads((CHECKPOINT_DIR / COPY_LAG_FILE).read_text())
+    figure = chart(at, "tr_lag_accuracy")
+    names = {"rnn": "RNN", "lstm": "LSTM", "gru": "GRU", "transformer": "Transformer"}
+    for kind, row in table["accuracy"].items():
+        trace = next(tr for tr in figure["data"] if tr["name"] == names[kind])
+        assert list(plotly_array(trace["x"])) == table["lags"]
+        np.testing.assert_allclose(plotly_array(trace["y"]), [row[str(g)] for g in table["lags"]])
+    for key in ("tr_ngram_unseen", "tr_perplexity", "tr_heads_induction", "tr_yours"):
+        assert chart(at, key)["data"]
+
+
+def test_the_page_speaks_chinese():
+    at = open_lesson("training", lang="zh")
+    assert not at.exception
+    assert any("训练实验室" in el.value for el in at.header)

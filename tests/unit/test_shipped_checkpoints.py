@@ -1,0 +1,76 @@
+"""The shipped checkpoints meet the targets written in models/train.py, re-measured here on
+held-out data, and the lesson's tables are what the checkpoints give."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from models import checkpoints
+from models.probes import induction_score
+from models.tasks import make_task
+from models.train import (
+    CHECKPOINT_DIR,
+    COPY_LAG_FILE,
+    LM_BASELINE_FILE,
+    SHIPPED,
+    TARGETS,
+    checkpoint_name,
+    copy_accuracy_by_lag,
+    evaluate,
+    lm_baseline,
+)
+
+MAX_TOTAL_BYTES = 10 * 2**20
+
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def test_every_shipped_checkpoint_is_there_and_all_fit_in_10_mb():
+    names = {checkpoint_name(make_task(n, **s), kind) for n, s, kind in SHIPPED}
+    on_disk = {p.stem for p in CHECKPOINT_DIR.glob("*.safetensors")}
+    assert names == on_disk
+    assert sum(p.stat().st_size for p in CHECKPOINT_DIR.iterdir()) < MAX_TOTAL_BYTES
+    assert not list(CHECKPOINT_DIR.glob("*.pt")) and not list(CHECKPOINT_DIR.glob("*.bin"))
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: f"{t.task}-{t.kind}-{t.metric}")
+def test_shipped_checkpoints_meet_their_targets_on_held_out_data(target):
+    task = target.task_object()
+    model = checkpoints.load(CHECKPOINT_DIR / checkpoint_name(task, target.kind)).model
+    if target.metric == "induction_score":
+        value = induction_score(model, task)
+    else:
+        value = evaluate(model, task)[target.metric]
+    assert target.met(value), f"{target}: measured {value}"
+
+
+@pytest.mark.parametrize(
+    "name, settings, kind", SHIPPED, ids=lambda x: x if isinstance(x, str) else None
+)
+def test_each_checkpoints_recorded_results_are_what_it_scores(name, settings, kind):
+    task = make_task(name, **settings)
+    loaded = checkpoints.load(CHECKPOINT_DIR / checkpoint_name(task, kind))
+    assert loaded.task == task.config()
+    measured = evaluate(loaded.model, task)
+    for metric, value in measured.items():
+        assert loaded.metrics[metric] == pytest.approx(value, rel=1e-5, abs=1e-7)
+
+
+def test_the_plain_rnns_copy_accuracy_at_lag_20_is_reported():
+    table = json.loads((CHECKPOINT_DIR / COPY_LAG_FILE).read_text())
+    assert 0.0 <= table["accuracy"]["rnn"]["20"] <= 1.0
+    # the measured story the lesson tells: attention and the LSTM's cell reach back 20 steps
+    assert table["accuracy"]["lstm"]["20"] > table["accuracy"]["rnn"]["20"] + 0.3
+
+
+def test_the_accuracy_by_lag_table_is_what_the_checkpoints_score():
+    stored = json.loads((CHECKPOINT_DIR / COPY_LAG_FILE).read_text())
+    assert stored == copy_accuracy_by_lag(CHECKPOINT_DIR)
+
+
+def test_the_ngram_baseline_table_is_what_the_text_and_checkpoints_give():
+    stored = json.loads((CHECKPOINT_DIR / LM_BASELINE_FILE).read_text())
+    assert stored == lm_baseline(CHECKPOINT_DIR)

@@ -1,0 +1,49 @@
+"""The training lab's figure builders and the trained-weights sources of the recurrent lesson."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from components.training import NGRAM_COLOR, bars_figure, head_grid_figure, perplexity_colors
+from models.task_models import ModelSpec, SequenceModel
+from models.tasks import make_task
+from models.trained_sources import complete_runs, example, inputs_for
+
+
+def test_bars_leave_out_non_finite_values_and_escape_labels():
+    fig = bars_figure(
+        ["<b>a</b>", "b", "c"], [1.0, float("nan"), 3.0], colors=["red", "green", "blue"]
+    )
+    bar = fig.data[0]
+    assert list(bar.x) == ["&lt;b&gt;a&lt;/b&gt;", "c"]
+    assert list(bar.y) == [1.0, 3.0] and list(bar.marker.color) == ["red", "blue"]
+
+
+def test_neural_models_keep_their_colours_and_ngrams_are_grey():
+    colors = perplexity_colors(["3-gram", "LSTM"])
+    assert colors[0] == NGRAM_COLOR and colors[1] != NGRAM_COLOR
+
+
+def test_head_grid_writes_each_score_in_its_cell():
+    scores = np.array([[0.1, 0.9], [np.nan, 0.5]])
+    fig = head_grid_figure(scores)
+    assert fig.data[0].text[0][1] == "0.90" and fig.data[0].text[1][0] == "0.00"
+    assert np.isfinite(np.asarray(fig.data[0].z, dtype=float)).all()
+
+
+def test_only_runs_with_all_four_models_are_offered():
+    names = [f"101010-copy-lag5-{k}" for k in ("rnn", "lstm", "gru", "transformer")]
+    names += ["111111-copy-lag9-rnn", "121212-reverse-rnn", "101010-copy-lag5-rnn-2"]
+    assert complete_runs(names) == ["101010-copy-lag5"]
+
+
+def test_a_trained_model_reads_the_example_through_its_own_input_layer():
+    task = make_task("copy", lag=6)
+    labels, ids = example(task.config())
+    assert len(labels) == task.n_ctx and labels[-1] == "?"
+    lstm = SequenceModel(ModelSpec("lstm", task.n_in, task.n_out, d_model=8)).freeze()
+    torch.testing.assert_close(inputs_for(lstm, ids), lstm.W_in[ids])
+    spec = ModelSpec("transformer", task.n_in, task.n_out, d_model=8, n_heads=2, n_ctx=11)
+    transformer = SequenceModel(spec).freeze()
+    torch.testing.assert_close(inputs_for(transformer, ids), transformer.core.W_E[ids])
