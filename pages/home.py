@@ -15,7 +15,9 @@ st.header(t("home.title"))
 st.markdown(t("home.intro"))
 
 # The story, left to right --------------------------------------------------------------
-for column, stage in zip(st.columns(len(STAGES)), STAGES, strict=True):
+# (In a keyed container: on a tablet, assets/styles/layout.css wraps it into rows of three.)
+story = st.container(key="story")
+for column, stage in zip(story.columns(len(STAGES)), STAGES, strict=True):
     with column.container(border=True, height="stretch"):
         st.markdown(f"**{t(f'home.stage.{stage}.name')}**")
         st.caption(t(f"home.stage.{stage}.text"))
