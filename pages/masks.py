@@ -337,6 +337,8 @@ else:
         pos_col, t("masks.leak.position"), 1, SHOWN_TOKENS - 1, SHOWN_TOKENS - 1, key="leak_pos"
     )
     position = min(chosen, n - 1)
+    if chosen != position:
+        pos_col.caption(t("masks.leak.past_end", chosen=chosen, n=n, position=position))
     word = linked_selectbox(
         word_col, t("masks.leak.word"), REPLACEMENTS, "elephant", key="leak_word"
     )

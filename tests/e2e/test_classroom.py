@@ -134,7 +134,8 @@ FOCUSED_CONTROL = """(kinds) => {
 ALL_CONTROLS = """(kinds) => kinds.flatMap(id => {
     const all = [...document.querySelectorAll(`[data-testid="${id}"]`)];
     return all
-        .filter(el => !el.querySelector('[disabled]') && !el.matches('[disabled]'))
+        .filter(el => !el.querySelector('[disabled], [aria-disabled="true"]')
+                      && !el.matches('[disabled], [aria-disabled="true"]'))
         .map(el => `${id}#${all.indexOf(el)}`);
 })"""
 

@@ -258,7 +258,11 @@ def test_many_threads_at_once_leave_shared_models_untouched_and_agree_with_a_ser
         norms = gf.step_jacobian_norms(models[cell], X)
         return np.concatenate([flow["grad_H"], flow["grad_X"], norms])
 
-    serial = [run(job) for job in jobs]
+    # The serial reference runs on a worker thread too: torch's intra-op thread count is
+    # per thread (OpenMP), and an earlier test may have changed the main thread's, which
+    # changes the order of float sums, not whether the callers share anything.
+    with ThreadPoolExecutor(max_workers=1) as one:
+        serial = list(one.map(run, jobs))
     with ThreadPoolExecutor(max_workers=8) as pool:
         parallel = list(pool.map(run, jobs * 2))
     for got, expected in zip(parallel, serial * 2, strict=True):
