@@ -157,4 +157,7 @@ def test_every_control_is_reachable_with_the_tab_key(page, app_server, path):
             reached.add(control)
         if wanted <= reached:
             break
+    # Judged on the controls enabled now: one the page disables while it settles (a slider
+    # that only one mask kind uses) is out of the Tab order by design.
+    wanted &= set(page.evaluate(ALL_CONTROLS, list(CONTROLS)))
     assert sorted(wanted - reached) == []
