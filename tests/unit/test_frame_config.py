@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import ast
-import json
 import re
 import subprocess
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from components.i18n import I18N_DIR, strings, t
+from components.i18n import strings, t
 from components.lessons import LESSONS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -64,32 +62,6 @@ def test_t_without_params_returns_the_raw_string():
 
 def test_t_falls_back_to_english_for_a_missing_language():
     assert t("nav.home", language="xx-none") == t("nav.home")
-
-
-def _load_rejecting_duplicates(path: Path) -> dict[str, str]:
-    def pairs_hook(pairs):
-        counts = Counter(key for key, _ in pairs)
-        repeated = sorted(key for key, count in counts.items() if count > 1)
-        assert not repeated, f"{path.name} repeats keys inside the file: {repeated}"
-        return dict(pairs)
-
-    return json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=pairs_hook)
-
-
-def test_english_string_files_have_no_duplicate_keys():
-    files = sorted((I18N_DIR / "en").glob("*.json"))
-    assert files
-    owners: dict[str, str] = {}
-    clashes = []
-    for path in files:
-        part = _load_rejecting_duplicates(path)
-        assert all(isinstance(value, str) for value in part.values()), path.name
-        for key in part:
-            if key in owners:
-                clashes.append((key, owners[key], path.name))
-            owners[key] = path.name
-    assert clashes == []
-    assert set(strings("en")) == set(owners)
 
 
 # --- source rules over every tracked Python file -----------------------------------------

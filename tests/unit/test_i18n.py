@@ -84,6 +84,22 @@ def test_string_files_are_flat_json_of_non_empty_strings_without_duplicates(code
         assert bad == [], f"{code}/{path.name}: {bad}"
 
 
+def test_english_string_files_have_no_duplicate_keys():
+    files = sorted((I18N_DIR / "en").glob("*.json"))
+    assert files
+    owners: dict[str, str] = {}
+    clashes = []
+    for path in files:
+        part = _load_rejecting_duplicates(path)
+        assert all(isinstance(value, str) for value in part.values()), path.name
+        for key in part:
+            if key in owners:
+                clashes.append((key, owners[key], path.name))
+            owners[key] = path.name
+    assert clashes == []
+    assert set(strings("en")) == set(owners)
+
+
 @pytest.mark.parametrize("code", OTHER_LANGUAGES)
 def test_each_file_holds_the_same_keys_as_its_english_counterpart(code):
     """Same keys file by file, so each lesson's translation lives beside its English."""
