@@ -82,7 +82,9 @@ def step_heatmap(
     scale = dict(zmin=0.0, zmax=1.0) if weights else dict(zmid=0.0, zmin=-limit, zmax=limit)
     traces = [
         go.Heatmap(
-            z=_with_gaps(matrix, hidden),
+            # A plain array when nothing is hidden: sent as compact binary, not checked
+            # and copied number by number as nested lists are.
+            z=_with_gaps(matrix, hidden) if hidden.any() else matrix,
             x=list(x_labels),
             y=list(y_labels),
             colorscale=ATTENTION_COLORSCALE if weights else ENCODING_COLORSCALE,
