@@ -31,19 +31,26 @@ from components.widgets import (
     linked_multiselect,
     linked_selectbox,
     linked_slider,
+    load_checkpoint,
     load_tokenizer,
     load_transformer,
+    load_visitor_store,
     sentence_or_stop,
     show_chart,
     show_notes,
+    visitor_id,
 )
 from models import positional as pe
+from models import trained_sources as ts
+from models.checkpoints import CheckpointError
 from models.inputs import tokenization_notes
 from models.tokenizer import MAX_TOKENS
+from models.train import CHECKPOINT_DIR
 
 enter_lesson()
 
 ORDER_PAIRS = (("dog bites man", "man bites dog"), ("我爱你", "你爱我"))
+FAR = 8  # positions at least this far apart count as far in the trained table's summary
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -65,6 +72,24 @@ def order_effects(ids: tuple[int, ...], order: str, seed: int) -> dict:
 @st.cache_data(show_spinner=False)
 def rotation_check(d_model: int, n_pos: int) -> float:
     return pe.max_rotation_error(pe.sinusoidal_table(n_pos, d_model), range(0, n_pos // 2))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def load_untrained(stem: str):
+    """The trained model `stem` names as it was before training, shared and read-only."""
+    return ts.untrained(load_checkpoint(stem).model)
+
+
+def trained_label(name: str) -> str:
+    if name in ts.SHIPPED_TRANSFORMERS:
+        return t(f"positional.trained.{name}")
+    return t("positional.trained.mine", name=name)
+
+
+def trained_stem(name: str) -> str:
+    if name in ts.SHIPPED_TRANSFORMERS:
+        return str(CHECKPOINT_DIR / name)
+    return str(load_visitor_store().folder(visitor_id()) / name)
 
 
 def learned_table(n_pos: int) -> np.ndarray:
@@ -190,6 +215,97 @@ st.caption(
         half=cfg.d_model // 2,
     )
 )
+
+# 2b. What training makes of a learned table --------------------------------------------
+st.subheader(t("positional.trained.title"))
+trained_name = linked_selectbox(
+    st,
+    t("positional.trained.model"),
+    (*ts.SHIPPED_TRANSFORMERS, *ts.saved_transformers(load_visitor_store().list(visitor_id()))),
+    ts.SHIPPED_LM,
+    key="pe_trained",
+    format_func=trained_label,
+)
+try:
+    trained = load_checkpoint(trained_stem(trained_name))
+except CheckpointError:  # a visitor's model deleted meanwhile (age limit, size cap)
+    trained = None
+    st.warning(t("positional.trained.gone"))
+if trained is not None and trained.model.core.cfg.positional != "learned":
+    trained = None
+    st.info(t("positional.trained.no_table"))
+if trained is not None:
+    spec, metrics = trained.config.get("model", {}), trained.metrics
+    st.info(
+        t(
+            "positional.trained.about",
+            model=trained_label(trained_name),
+            n_layers=spec.get("n_layers"),
+            n_heads=spec.get("n_heads"),
+            d_model=spec.get("d_model"),
+            n_ctx=spec.get("n_ctx"),
+            steps=trained.config.get("training", {}).get("steps", "?"),
+            accuracy=metrics.get("accuracy", float("nan")),
+        )
+    )
+    stem = trained_stem(trained_name)
+    tables = {
+        "before": load_untrained(stem).core.W_pos.numpy(),
+        "after": trained.model.core.W_pos.numpy(),
+    }
+    cosines = {when: ts.position_cosines(table) for when, table in tables.items()}
+    by_offset = {when: ts.cosine_by_offset(c) for when, c in cosines.items()}
+    # Neighbours (k = 1) against positions at least FAR apart, before and after training.
+    near_far = {when: (float(c[1]), float(c[FAR:].mean())) for when, c in by_offset.items()}
+    summaries = {
+        when: t(
+            "positional.trained.summary",
+            when=t(f"positional.trained.{when}_short"),
+            near=near,
+            far=far,
+            k=FAR,
+        )
+        for when, (near, far) in near_far.items()
+    }
+    rows = np.arange(len(tables["after"]))
+    for column, (when, matrix) in zip(st.columns(2), cosines.items(), strict=True):
+        with column:
+            show_chart(
+                matrix_figure(
+                    matrix,
+                    title=t(f"positional.trained.{when}", n=len(rows)),
+                    x_title=t("positional.position"),
+                    y_title=t("positional.position"),
+                    value_name="cos",
+                ),
+                key=f"pe_trained_{when}",
+                summary=summaries[when],
+                data={"position": rows, "cosine": matrix},
+            )
+    offset_curves = {t(f"positional.trained.{when}_short"): c for when, c in by_offset.items()}
+    show_chart(
+        curves_figure(
+            offset_curves,
+            rows,
+            title=t("positional.trained.by_offset"),
+            x_title=t("positional.offset"),
+            y_title=t("positional.trained.mean_cos"),
+        ),
+        key="pe_trained_offset",
+        summary=" · ".join(summaries.values()),
+        data={"offset": rows} | offset_curves,
+    )
+    st.caption(
+        t(
+            "positional.trained.explain",
+            near_before=near_far["before"][0],
+            near_after=near_far["after"][0],
+            far_before=near_far["before"][1],
+            far_after=near_far["after"][1],
+            n=len(rows),
+            k=FAR,
+        )
+    )
 
 # 3. The linear relation -------------------------------------------------------------
 st.subheader(t("positional.rotation.title"))
