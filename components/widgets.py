@@ -484,13 +484,17 @@ def load_job_manager():
     store = load_visitor_store()
 
     def save(job) -> None:
+        import time
+
         store.prune()
         task = job.trainers and next(iter(job.trainers.values())).task
+        stamp = time.strftime("%H%M%S")  # one for the run: its models' names go together
         for kind, trainer in job.trainers.items():
             store.save(
                 job.owner,
                 f"{task.key()}-{kind}",
                 trainer.model,
+                stamp=stamp,
                 task=task.config(),
                 training=trainer.metadata(job.finished - job.started),
                 metrics=job.results.get(kind, {}),

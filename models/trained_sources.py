@@ -14,6 +14,7 @@ model of another task reads its task's own held-out sequences).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,10 +30,12 @@ SHIPPED_SOURCE = "copy-lag20"
 KINDS = ("rnn", "lstm", "gru", "transformer")
 # Tasks whose inputs are token ids, one sequence: a causal Transformer of one reads them.
 TOKEN_TASKS = ("copy", "reverse", "induction", "lm")
-# Shipped Transformers the attention lessons offer, by checkpoint name; the first is the
-# default, since it reads the visitor's own sentence.
+# Shipped Transformers the attention lessons offer, by checkpoint name. The induction
+# model comes first: its heads have measured jobs (tests hold it to its targets); the
+# language model's heads are vaguer, but it reads the visitor's own sentence.
+SHIPPED_INDUCTION = "induction-transformer"
 SHIPPED_LM = "lm-transformer"
-SHIPPED_TRANSFORMERS = (SHIPPED_LM, "induction-transformer")
+SHIPPED_TRANSFORMERS = (SHIPPED_INDUCTION, SHIPPED_LM)
 SHIPPED_ENCODER_DECODER = "numbers-encdec"
 # How characters a heatmap label cannot show are drawn.
 _VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥"}
@@ -144,6 +147,32 @@ def untrained(model: SequenceModel) -> SequenceModel:
     """The same model before its first training step: the lab builds every model from
     (spec, seed), so this is exactly the table and weights training started from."""
     return SequenceModel(model.spec, model.seed).freeze()
+
+
+def positional_attention(core: Transformer) -> np.ndarray:
+    """The first layer's attention `[head, query_pos, key_pos]` from the position vectors
+    alone: what each head would do if every token vector were zero. A learned table means
+    nothing by itself; this is how the model reads it (through ln1, W_Q and W_K)."""
+    block = core.blocks[0]
+    with torch.no_grad():
+        x = block.ln1(core.pos_embed(core.cfg.n_ctx))
+        attn = block.attn
+        q = torch.einsum("pd,hde->hpe", x, attn.W_Q) + attn.b_Q[:, None]
+        k = torch.einsum("pd,hde->hpe", x, attn.W_K) + attn.b_K[:, None]
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        if core.cfg.causal:
+            n = scores.shape[-1]
+            scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)
+        return scores.softmax(dim=-1).numpy().astype(np.float64)
+
+
+def weight_by_offset(pattern: np.ndarray) -> np.ndarray:
+    """`[head, offset]`: the mean weight a query puts on the key `offset` positions back
+    (offset 0: itself), over the queries that have such a key."""
+    n = pattern.shape[-1]
+    return np.stack(
+        [np.diagonal(pattern, -k, axis1=-2, axis2=-1).mean(axis=-1) for k in range(n)], axis=-1
+    )
 
 
 def position_cosines(table: np.ndarray) -> np.ndarray:

@@ -29,6 +29,7 @@ MAX_BYTES = 8 * 2**20  # per visitor
 MAX_AGE = 24 * 3600.0  # seconds
 _VISITOR = re.compile(r"[0-9a-f]{32}")
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,80}")
+_STAMP = re.compile(r"\d{6}")
 
 
 def new_visitor() -> str:
@@ -64,16 +65,23 @@ class VisitorStore:
             raise ValueError("a visitor id is 32 hex digits")
         return self.root / visitor
 
-    def save(self, visitor: str, name: str, model: SequenceModel, **sections) -> Path:
-        """Save under a unique name; the visitor's oldest models go if the cap is passed."""
+    def save(
+        self, visitor: str, name: str, model: SequenceModel, stamp: str = "", **sections
+    ) -> Path:
+        """Save under a unique name, `<stamp>-<name>`; the visitor's oldest models go if the
+        cap is passed. `stamp` (six digits, the time by default) is shared by the models of
+        one run, so their names say they belong together."""
         if not _NAME.fullmatch(name):
             raise ValueError(f"not a model name: {name!r}")
+        stamp = stamp or time.strftime("%H%M%S")
+        if not _STAMP.fullmatch(stamp):
+            raise ValueError(f"not a time stamp: {stamp!r}")
         folder = self.folder(visitor)
-        stem = folder / f"{time.strftime('%H%M%S')}-{name}"
+        stem = folder / f"{stamp}-{name}"
         n = 1
         while checkpoints.paths(stem)[1].exists():
             n += 1
-            stem = folder / f"{time.strftime('%H%M%S')}-{name}-{n}"
+            stem = folder / f"{stamp}-{name}-{n}"
         tensor_path, _ = checkpoints.save(stem, model, saved_at=time.time(), **sections)
         if tensor_path.stat().st_size > self.max_bytes:
             self._delete(stem)

@@ -83,6 +83,11 @@ def cross_run(stem: str, source: tuple[int, ...], target: tuple[int, ...]) -> di
     return masks.run_cross(model, list(source), list(target))[1]
 
 
+def show_head(layer: int, head: int) -> None:
+    st.session_state["mask_layer"] = layer
+    st.session_state["mask_head"] = head
+
+
 def weights_label(weights: str) -> str:
     if weights == RANDOM or weights in ts.SHIPPED_TRANSFORMERS:
         return t(f"masks.weights.{weights}")
@@ -241,7 +246,7 @@ weights = linked_selectbox(
         RANDOM,
         *ts.saved_transformers(load_visitor_store().list(visitor_id())),
     ),
-    ts.SHIPPED_LM,
+    ts.SHIPPED_TRANSFORMERS[0],
     key="mask_weights",
     format_func=weights_label,
 )
@@ -284,7 +289,8 @@ if checkpoint is not None and checkpoint.task.get("name") == "induction":
         roles["induction"],
         roles["previous_token"],
     )
-    st.caption(
+    roles_text, jump = st.columns([3, 1], vertical_alignment="center")
+    roles_text.caption(
         t(
             "masks.weights.roles",
             i_layer=i_layer,
@@ -294,6 +300,12 @@ if checkpoint is not None and checkpoint.task.get("name") == "induction":
             p_head=p_head,
             p_score=p_score,
         )
+    )
+    jump.button(
+        t("masks.weights.jump", layer=i_layer, head=i_head),
+        key="mask_jump",
+        on_click=show_head,
+        args=(i_layer, i_head),
     )
 window_col, prefix_col = st.columns(2)
 window = linked_slider(

@@ -50,7 +50,6 @@ from models.train import CHECKPOINT_DIR
 enter_lesson()
 
 ORDER_PAIRS = (("dog bites man", "man bites dog"), ("我爱你", "你爱我"))
-FAR = 8  # positions at least this far apart count as far in the trained table's summary
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -218,11 +217,12 @@ st.caption(
 
 # 2b. What training makes of a learned table --------------------------------------------
 st.subheader(t("positional.trained.title"))
+trained_col, head_col = st.columns([2, 1])
 trained_name = linked_selectbox(
-    st,
+    trained_col,
     t("positional.trained.model"),
     (*ts.SHIPPED_TRANSFORMERS, *ts.saved_transformers(load_visitor_store().list(visitor_id()))),
-    ts.SHIPPED_LM,
+    ts.SHIPPED_TRANSFORMERS[0],
     key="pe_trained",
     format_func=trained_label,
 )
@@ -235,6 +235,10 @@ if trained is not None and trained.model.core.cfg.positional != "learned":
     trained = None
     st.info(t("positional.trained.no_table"))
 if trained is not None:
+    core = trained.model.core
+    trained_head = linked_slider(
+        head_col, t("positional.trained.head"), 0, core.cfg.n_heads - 1, 0, key="pe_trained_head"
+    )
     spec, metrics = trained.config.get("model", {}), trained.metrics
     st.info(
         t(
@@ -249,61 +253,74 @@ if trained is not None:
         )
     )
     stem = trained_stem(trained_name)
-    tables = {
-        "before": load_untrained(stem).core.W_pos.numpy(),
-        "after": trained.model.core.W_pos.numpy(),
+    models = {"before": load_untrained(stem).core, "after": core}
+    patterns = {when: ts.positional_attention(model) for when, model in models.items()}
+    offsets = {when: ts.weight_by_offset(pattern) for when, pattern in patterns.items()}
+    strongest = {
+        when: (int(np.argmax(w[trained_head])), float(np.max(w[trained_head])))
+        for when, w in offsets.items()
     }
-    cosines = {when: ts.position_cosines(table) for when, table in tables.items()}
-    by_offset = {when: ts.cosine_by_offset(c) for when, c in cosines.items()}
-    # Neighbours (k = 1) against positions at least FAR apart, before and after training.
-    near_far = {when: (float(c[1]), float(c[FAR:].mean())) for when, c in by_offset.items()}
-    summaries = {
-        when: t(
-            "positional.trained.summary",
-            when=t(f"positional.trained.{when}_short"),
-            near=near,
-            far=far,
-            k=FAR,
-        )
-        for when, (near, far) in near_far.items()
-    }
-    rows = np.arange(len(tables["after"]))
-    for column, (when, matrix) in zip(st.columns(2), cosines.items(), strict=True):
+    positions = [str(i) for i in range(core.cfg.n_ctx)]
+    for column, (when, pattern) in zip(st.columns(2), patterns.items(), strict=True):
+        offset, share = strongest[when]
         with column:
             show_chart(
                 matrix_figure(
-                    matrix,
-                    title=t(f"positional.trained.{when}", n=len(rows)),
-                    x_title=t("positional.position"),
-                    y_title=t("positional.position"),
-                    value_name="cos",
+                    pattern[trained_head],
+                    title=t(f"positional.trained.{when}", head=trained_head),
+                    x_title=t("positional.rope.key_pos"),
+                    y_title=t("positional.rope.query_pos"),
+                    x_labels=positions,
+                    y_labels=positions,
+                    value_name=t("positional.trained.weight"),
                 ),
                 key=f"pe_trained_{when}",
-                summary=summaries[when],
-                data={"position": rows, "cosine": matrix},
+                summary=t(
+                    "positional.trained.summary",
+                    when=t(f"positional.trained.{when}_short"),
+                    head=trained_head,
+                    offset=offset,
+                    share=share,
+                ),
+                data={"query": positions, "key": positions, "weight": pattern[trained_head]},
             )
-    offset_curves = {t(f"positional.trained.{when}_short"): c for when, c in by_offset.items()}
+    after = offsets["after"]
+    ks = np.arange(after.shape[1])
+    per_head = {t("positional.trained.head_line", head=h): after[h] for h in range(len(after))}
     show_chart(
         curves_figure(
-            offset_curves,
-            rows,
+            per_head,
+            ks,
             title=t("positional.trained.by_offset"),
-            x_title=t("positional.offset"),
-            y_title=t("positional.trained.mean_cos"),
+            x_title=t("positional.trained.offset_axis"),
+            y_title=t("positional.trained.mean_weight"),
         ),
         key="pe_trained_offset",
-        summary=" · ".join(summaries.values()),
-        data={"offset": rows} | offset_curves,
+        summary=" · ".join(
+            t(
+                "positional.trained.head_peak",
+                head=h,
+                offset=int(np.argmax(w)),
+                share=float(w.max()),
+            )
+            for h, w in enumerate(after)
+        ),
+        data={"offset": ks} | per_head,
     )
+    near = {
+        when: float(ts.cosine_by_offset(ts.position_cosines(m.W_pos.numpy()))[1])
+        for when, m in models.items()
+    }
     st.caption(
         t(
             "positional.trained.explain",
-            near_before=near_far["before"][0],
-            near_after=near_far["after"][0],
-            far_before=near_far["before"][1],
-            far_after=near_far["after"][1],
-            n=len(rows),
-            k=FAR,
+            head=trained_head,
+            offset=strongest["after"][0],
+            share=strongest["after"][1],
+            before=float(offsets["before"][trained_head][strongest["after"][0]]),
+            near_before=near["before"],
+            near_after=near["after"],
+            n=core.cfg.n_ctx,
         )
     )
 

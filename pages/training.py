@@ -207,8 +207,10 @@ st.caption(
 )
 if not mine and st.session_state.get(VISITOR_FROM_LINK):
     st.info(t("training.key.empty", hours=store.max_age / 3600))
-st.caption(t("training.key.explain"))
-st.code(visitor_link("training"), language=None)
+# Folded away: a page on a projector must not show the class this visitor's key.
+with st.expander(t("training.key.title")):
+    st.caption(t("training.key.explain"))
+    st.code(visitor_link("training"), language=None)
 
 # Measured: accuracy against lag on the copy task -------------------------------------------
 st.subheader(t("training.lag.title"))

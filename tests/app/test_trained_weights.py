@@ -74,26 +74,55 @@ def test_an_old_recurrent_link_with_construction_settings_keeps_its_constructed_
 # --- the masks lesson ----------------------------------------------------------------------
 
 
-def test_masks_lesson_runs_the_trained_language_model_on_the_sentence_by_default():
+def test_masks_lesson_opens_on_the_trained_induction_model_and_names_its_heads():
     at = open_lesson("masks", SENTENCE)
     _no_failure(at)
-    assert at.selectbox(key="mask_weights").value == ts.SHIPPED_LM
+    assert at.selectbox(key="mask_weights").value == ts.SHIPPED_INDUCTION
     assert _keys(at) >= STEP_CHARTS and _finite(at)
-    lm = _metadata(ts.SHIPPED_LM)
+    meta = _metadata(ts.SHIPPED_INDUCTION)
     about = next(m for m in messages(at) if m.startswith("Shown: a causal Transformer"))
-    assert f"{lm['metrics']['accuracy']:.1%}" in about
-    assert f"trained for {lm['training']['steps']} steps" in about
-    assert (
-        "t · h · e · ␣ · c · a · t · ␣ · s · a · t · ␣ · o · n · ␣ · t · h · e · ␣ · m · a · t"
-        in texts(at)
-    )
+    assert f"{meta['metrics']['accuracy']:.1%}" in about
+    assert f"trained for {meta['training']['steps']} steps" in about
+    labels, _ = ts.example(meta["task"])
+    assert " · ".join(labels) in texts(at)
+    assert len(chart(at, "mask_step_hook_pattern")["data"][0]["z"]) == len(labels)
+    roles = next(c for c in at.caption.values if "strongest induction head" in c)
+    assert "previous-token head" in roles
+    # One click shows the strongest induction head, whose weights follow the repeat.
+    at.button(key="mask_jump").click().run()
+    _no_failure(at)
+    layer, head = at.slider(key="mask_layer").value, at.slider(key="mask_head").value
+    assert f"layer {layer}, head {head}" in roles
+    half = meta["task"]["half"]
+    grid = chart(at, "mask_step_hook_pattern")["data"][0]["z"]
+    weights = np.array([[np.nan if v is None else v for v in row] for row in grid], dtype=float)
+    repeat = np.arange(half, 2 * half)
+    assert np.mean(weights[repeat, repeat - half + 1]) > 0.3
+
+
+def test_the_language_model_reads_the_sentence_character_by_character():
+    at = open_lesson("masks", SENTENCE, mask_weights=ts.SHIPPED_LM)
+    _no_failure(at)
+    lm = _metadata(ts.SHIPPED_LM)
+    assert any(f"{lm['metrics']['accuracy']:.1%}" in m for m in messages(at))
+    assert " · ".join("the␣cat␣sat␣on␣the␣mat") in texts(at)
     pattern = chart(at, "mask_step_hook_pattern")["data"][0]
     assert pattern["x"][:4] == ["0:t", "1:h", "2:e", "3:␣"]
+    at = open_lesson("masks", "😀🙂", mask_weights=ts.SHIPPED_LM)
+    _no_failure(at)
+    assert any("nothing to read" in m for m in messages(at))
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_mask_kind_runs_on_the_trained_weights(kind):
-    at = open_lesson("masks", SENTENCE, mask_kind=kind, second="a cat", mask_window="2")
+    at = open_lesson(
+        "masks",
+        SENTENCE,
+        mask_weights=ts.SHIPPED_LM,
+        mask_kind=kind,
+        second="a cat",
+        mask_window="2",
+    )
     _no_failure(at)
     assert _keys(at) >= STEP_CHARTS and _finite(at)
     weights = chart(at, "mask_step_hook_pattern")["data"][0]["z"]
@@ -114,18 +143,6 @@ def test_every_mask_kind_runs_on_the_trained_weights(kind):
         assert np.isnan(grid[5:]).all()  # "a cat" has 5 characters
 
 
-def test_the_induction_model_reads_its_own_sequence_and_names_its_heads():
-    at = open_lesson("masks", SENTENCE, mask_weights="induction-transformer")
-    _no_failure(at)
-    meta = _metadata("induction-transformer")
-    labels, _ = ts.example(meta["task"])
-    assert " · ".join(labels) in texts(at)
-    assert any(f"{meta['metrics']['accuracy']:.1%}" in m for m in messages(at))
-    roles = next(c for c in at.caption.values if "strongest induction head" in c)
-    assert "layer" in roles and "previous-token head" in roles
-    assert len(chart(at, "mask_step_hook_pattern")["data"][0]["z"]) == len(labels)
-
-
 def test_random_weights_stay_selectable_and_a_bad_weights_value_is_noted():
     at = open_lesson("masks", SENTENCE, mask_weights="random")
     _no_failure(at)
@@ -133,23 +150,29 @@ def test_random_weights_stay_selectable_and_a_bad_weights_value_is_noted():
     assert chart(at, "mask_step_hook_pattern")["data"][0]["x"][:2] == ["0:the", "1:cat"]
     at = open_lesson("masks", SENTENCE, mask_weights="../../etc/passwd")
     _no_failure(at)
-    assert at.selectbox(key="mask_weights").value == ts.SHIPPED_LM
+    assert at.selectbox(key="mask_weights").value == ts.SHIPPED_INDUCTION
     assert any(m.startswith("The link") for m in messages(at))
 
 
 # --- the positional lesson -------------------------------------------------------------------
 
 
-def test_positional_lesson_shows_the_trained_table_beside_the_one_it_started_from():
-    at = open_lesson("positional", SENTENCE)
+def test_positional_lesson_shows_what_the_trained_model_does_with_position_alone():
+    at = open_lesson("positional", SENTENCE, pe_trained_head="2")
     _no_failure(at)
     assert {"pe_trained_before", "pe_trained_after", "pe_trained_offset"} <= _keys(at)
-    lm = _metadata(ts.SHIPPED_LM)
-    assert any(f"{lm['metrics']['accuracy']:.1%}" in m for m in messages(at))
-    n = lm["model"]["n_ctx"]
-    after = plotly_array(chart(at, "pe_trained_after")["data"][0]["z"]).reshape(n, n)
-    table = checkpoints.load(CHECKPOINT_DIR / ts.SHIPPED_LM).model.core.W_pos.numpy()
-    np.testing.assert_allclose(after, ts.position_cosines(table), atol=1e-6)
+    meta = _metadata(ts.SHIPPED_INDUCTION)
+    assert any(f"{meta['metrics']['accuracy']:.1%}" in m for m in messages(at))
+    trained = checkpoints.load(CHECKPOINT_DIR / ts.SHIPPED_INDUCTION).model
+    n = meta["model"]["n_ctx"]
+    for when, model in (("after", trained), ("before", ts.untrained(trained))):
+        drawn = plotly_array(chart(at, f"pe_trained_{when}")["data"][0]["z"]).reshape(n, n)
+        expected = ts.positional_attention(model.core)[2]
+        np.testing.assert_allclose(np.nan_to_num(drawn), expected, atol=1e-6)
+    lines = chart(at, "pe_trained_offset")["data"]
+    assert [line["name"] for line in lines] == [
+        f"head {h}" for h in range(meta["model"]["n_heads"])
+    ]
 
 
 # --- a visitor's models, brought back by a link ---------------------------------------------
@@ -164,7 +187,7 @@ def saved_visitor():
     for kind in ts.KINDS:
         copy = checkpoints.load(CHECKPOINT_DIR / f"copy-lag20-{kind}")
         stem = store.save(
-            key, f"copy-lag20-{kind}", copy.model, task=copy.task, metrics=copy.metrics
+            key, f"copy-lag20-{kind}", copy.model, "120000", task=copy.task, metrics=copy.metrics
         )
         names.append(stem.name)
     yield key, names
@@ -199,8 +222,9 @@ def test_without_the_key_another_visitor_cannot_reach_those_models(saved_visitor
     _, names = saved_visitor
     at = open_lesson("masks", SENTENCE, mask_weights=names[0])
     _no_failure(at)
-    assert names[0] not in at.selectbox(key="mask_weights").options
-    assert at.selectbox(key="mask_weights").value == ts.SHIPPED_LM
+    assert not any(names[0] in option for option in at.selectbox(key="mask_weights").options)
+    assert at.selectbox(key="mask_weights").value == ts.SHIPPED_INDUCTION
+    assert any(m.startswith("The link") for m in messages(at))
 
 
 @pytest.mark.parametrize("bad", ["abc", "0" * 33, "../../" + "0" * 26, "%2e%2e%2f", "<b>x</b>"])

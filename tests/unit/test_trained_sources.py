@@ -45,14 +45,14 @@ def test_a_reading_is_cut_at_the_limit_and_at_the_model_context():
 
 
 def test_a_task_model_reads_its_task_s_own_sequences():
-    task = make_task("induction", half=5, n_symbols=9)
-    first = ts.read(task.config(), "whatever the visitor typed", limit=40)
+    task = make_task("induction")
+    first = ts.read(task.config(), "whatever the visitor typed", limit=1000)
     assert not first.from_sentence and first.unknown == []
     expected = task.held_out(2).inputs
     assert first.ids == expected[0].tolist()
     assert first.tokens == [task.vocab[i] for i in expected[0].tolist()]
-    second = ts.shorter(ts.read(task.config(), "", limit=40, index=1))
-    assert second.ids == expected[1].tolist()[:5]
+    second = ts.shorter(ts.read(task.config(), "", limit=1000, index=1))
+    assert second.ids == expected[1].tolist()[: len(expected[1]) // 2]
 
 
 def test_tasks_that_do_not_read_one_token_sequence_are_refused():
@@ -127,3 +127,24 @@ def test_only_a_visitor_s_token_task_transformers_are_offered():
         "101010-lm-transformer",
         "101012-copy-lag5-transformer",
     ]
+
+
+def test_positional_attention_is_the_first_layer_s_attention_when_token_vectors_are_zero():
+    model = _causal_transformer(n_ctx=9)
+    core = model.core
+    with torch.no_grad():
+        core.W_E[0] = 0.0  # token 0 adds nothing: only its position reaches the first layer
+    _, cache = core.run_with_cache([0] * core.cfg.n_ctx)
+    pattern = ts.positional_attention(core)
+    np.testing.assert_allclose(pattern, cache["blocks.0.attn.hook_pattern"], atol=1e-6)
+    assert np.allclose(np.triu(pattern, 1), 0)  # the model's own causal mask
+    np.testing.assert_allclose(pattern.sum(axis=-1), 1.0, atol=1e-6)
+
+
+def test_weight_by_offset_averages_each_diagonal_below_the_main_one(rng):
+    pattern = rng.random((2, 5, 5))
+    by_offset = ts.weight_by_offset(pattern)
+    assert by_offset.shape == (2, 5)
+    assert by_offset[1, 0] == pytest.approx(np.mean([pattern[1, i, i] for i in range(5)]))
+    assert by_offset[0, 2] == pytest.approx(np.mean([pattern[0, i, i - 2] for i in range(2, 5)]))
+    assert by_offset[0, 4] == pytest.approx(pattern[0, 4, 0])

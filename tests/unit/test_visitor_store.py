@@ -96,3 +96,13 @@ def test_a_link_s_key_is_forgiven_its_case_and_surrounding_spaces(tmp_path):
     key = new_visitor()
     assert parse_visitor(f"  {key.upper()} ") == key
     assert VisitorStore(tmp_path).folder(parse_visitor(key.upper())) == tmp_path / key
+
+
+def test_the_models_of_one_run_share_their_time_stamp(tmp_path):
+    store, visitor = VisitorStore(tmp_path), new_visitor()
+    names = [store.save(visitor, f"copy-lag5-{k}", MODEL, "093000").name for k in ("rnn", "gru")]
+    assert names == ["093000-copy-lag5-rnn", "093000-copy-lag5-gru"]
+    assert store.save(visitor, "copy-lag5-rnn", MODEL, "093000").name == "093000-copy-lag5-rnn-2"
+    for stamp in ("9300", "../../x", "0930001"):
+        with pytest.raises(ValueError):
+            store.save(visitor, "m", MODEL, stamp)
