@@ -6,6 +6,7 @@ import streamlit as st
 from components.frame import enter_lesson
 from components.i18n import t
 from components.labels import token_labels
+from components.masks import step_heatmap
 from components.positional import (
     SCHEME_COLORS,
     curves_figure,
@@ -261,18 +262,25 @@ if trained is not None:
         for when, w in offsets.items()
     }
     positions = [str(i) for i in range(core.cfg.n_ctx)]
+    # The model's own causal mask: keys after the query, drawn grey.
+    future = np.triu(np.ones((core.cfg.n_ctx, core.cfg.n_ctx), dtype=bool), 1)
+    future &= bool(core.cfg.causal)
     for column, (when, pattern) in zip(st.columns(2), patterns.items(), strict=True):
         offset, share = strongest[when]
         with column:
             show_chart(
-                matrix_figure(
+                step_heatmap(
                     pattern[trained_head],
-                    title=t(f"positional.trained.{when}", head=trained_head),
+                    t(f"positional.trained.{when}", head=trained_head),
+                    positions,
+                    positions,
                     x_title=t("positional.rope.key_pos"),
                     y_title=t("positional.rope.query_pos"),
-                    x_labels=positions,
-                    y_labels=positions,
+                    masked=future,
+                    masked_text="0",
+                    weights=True,
                     value_name=t("positional.trained.weight"),
+                    cell_text=False,
                 ),
                 key=f"pe_trained_{when}",
                 summary=t(
@@ -321,6 +329,16 @@ if trained is not None:
             near_before=near["before"],
             near_after=near["after"],
             n=core.cfg.n_ctx,
+        )
+        + (
+            " "
+            + t(
+                "positional.trained.induction",
+                half=trained.task["half"],
+                back=trained.task["half"] - 1,
+            )
+            if trained.task.get("name") == "induction"
+            else ""
         )
     )
 
