@@ -133,13 +133,33 @@ def curves_figure(
     log_y: bool = False,
 ) -> go.Figure:
     """One line per named curve over a shared x; NaN points are left out of the line."""
+    traces, layout = curves_parts(
+        curves, x, title, x_title, y_title, colors, marker_at, marker_text, log_y
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def curves_parts(
+    curves: Mapping[str, np.ndarray],
+    x: np.ndarray,
+    title: str = "",
+    x_title: str = "",
+    y_title: str = "",
+    colors: Mapping[str, str] | None = None,
+    marker_at: float | None = None,
+    marker_text: str = "",
+    log_y: bool = False,
+) -> tuple[list[dict], dict]:
+    """`curves_figure`'s traces (plain dicts) and layout, for a caller that adds to them
+    before building the figure once."""
     traces = []
     for name, y in curves.items():
         xs, ys = _finite_line(x, y)
         if log_y:
             ys = np.maximum(np.abs(ys), LOG_FLOOR)
         traces.append(
-            go.Scatter(
+            dict(
+                type="scatter",
                 x=xs,
                 y=ys,
                 mode="lines",
@@ -158,7 +178,7 @@ def curves_figure(
         legend=dict(orientation="h", yanchor="bottom", y=1.0),
         **marker,
     )
-    return go.Figure(data=traces, layout=layout)
+    return traces, layout
 
 
 def matrix_figure(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -144,6 +145,26 @@ def _labels(options: list, format_func) -> list[list[str]]:
     return names
 
 
+# A control's format_func and on_click stay in the session's widget state, also while a
+# visitor who left is kept for a reconnect (two minutes). A function written in a page
+# refers to the page's whole namespace, every trace and figure of its last run (about
+# 2.5 MB a visitor on the attention page), so controls get functions from this module.
+
+
+def _label_of(labels: dict, option) -> str:
+    return labels.get(option, str(option))
+
+
+def kept_labels(options: list, format_func):
+    """`format_func` as a lookup of the labels it gives in this run."""
+    return partial(_label_of, {option: format_func(option) for option in options})
+
+
+def set_state(values: dict) -> None:
+    """A button's on_click: put `values` into the session state."""
+    st.session_state.update(values)
+
+
 def linked_selectbox(where, label: str, options, default, key: str, format_func=str, **extra):
     options = list(options)
     _check_link(
@@ -155,7 +176,7 @@ def linked_selectbox(where, label: str, options, default, key: str, format_func=
         options,
         index=options.index(default),
         key=key,
-        format_func=format_func,
+        format_func=kept_labels(options, format_func),
         bind="query-params",
         **extra,
     )
@@ -186,7 +207,7 @@ def linked_multiselect(
         default=default,
         key=key,
         max_selections=max_selections,
-        format_func=format_func,
+        format_func=kept_labels(options, format_func),
         bind="query-params",
     )
     _show_link_note(key, value)

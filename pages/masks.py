@@ -24,6 +24,7 @@ from components.widgets import (
     load_transformer,
     load_visitor_store,
     sentence_or_stop,
+    set_state,
     show_chart,
     show_notes,
     visitor_id,
@@ -81,11 +82,6 @@ def masked_run(stem: str, ids: tuple[int, ...], allowed: np.ndarray) -> dict:
 def cross_run(stem: str, source: tuple[int, ...], target: tuple[int, ...]) -> dict:
     model = load_checkpoint(stem).model.core if stem else load_encoder_decoder()
     return masks.run_cross(model, list(source), list(target))[1]
-
-
-def show_head(layer: int, head: int) -> None:
-    st.session_state["mask_layer"] = layer
-    st.session_state["mask_head"] = head
 
 
 def weights_label(weights: str) -> str:
@@ -304,8 +300,8 @@ if checkpoint is not None and checkpoint.task.get("name") == "induction":
     jump.button(
         t("masks.weights.jump", layer=i_layer, head=i_head),
         key="mask_jump",
-        on_click=show_head,
-        args=(i_layer, i_head),
+        on_click=set_state,
+        args=({"mask_layer": i_layer, "mask_head": i_head},),
     )
 window_col, prefix_col = st.columns(2)
 window = linked_slider(

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import chart, chart_specs, messages, open_lesson, texts
+from conftest import chart, chart_specs, messages, open_lesson, plotly_array, texts
 
 from models.masks import KINDS, STEPS
 
@@ -46,7 +46,9 @@ def _values(array) -> np.ndarray:
 
 
 def _grid(z) -> np.ndarray:
-    """A heatmap's z as sent, None (an empty cell) as NaN."""
+    """A heatmap's z as sent (binary, or lists with None for an empty cell, as NaN)."""
+    if isinstance(z, dict):
+        return plotly_array(z).astype(float)
     return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
 
 
