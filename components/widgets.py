@@ -165,7 +165,7 @@ def set_state(values: dict) -> None:
     st.session_state.update(values)
 
 
-def linked_selectbox(where, label: str, options, default, key: str, format_func=str):
+def linked_selectbox(where, label: str, options, default, key: str, format_func=str, **extra):
     options = list(options)
     _check_link(
         key,
@@ -178,6 +178,7 @@ def linked_selectbox(where, label: str, options, default, key: str, format_func=
         key=key,
         format_func=kept_labels(options, format_func),
         bind="query-params",
+        **extra,
     )
     _show_link_note(key, value)
     return value
@@ -446,11 +447,45 @@ def load_checkpoint(stem: str):
     return checkpoints.load(stem)
 
 
-def visitor_id() -> str:
-    """This browser session's random id: names its folder of trained models."""
-    import uuid
+VISITOR_PARAM = "visitor"
+VISITOR_KEY = "visitor_id"
+VISITOR_FROM_LINK = "_visitor_from_link"  # the key came from a link, not made here
 
-    return st.session_state.setdefault("visitor_id", uuid.uuid4().hex)
+
+def visitor_id() -> str:
+    """This visitor's key to their trained models (32 random hex digits, the only key).
+
+    A session makes one; a link carrying `?visitor=<key>` (the training page gives each
+    visitor theirs) brings it back in another session or browser. The key is taken out
+    of the address bar once read, so a link copied from there for the class does not
+    hand everyone this visitor's models. A malformed key is refused with a note.
+    """
+    from models.visitor_store import new_visitor, parse_visitor
+
+    raws = st.query_params.get_all(VISITOR_PARAM)
+    if raws:
+        del st.query_params[VISITOR_PARAM]
+        key = parse_visitor(raws[-1])
+        if key is None:
+            st.warning(t("training.key.bad"), icon="⚠️")
+        else:
+            st.session_state[VISITOR_KEY] = key
+            st.session_state[VISITOR_FROM_LINK] = True
+    return st.session_state.setdefault(VISITOR_KEY, new_visitor())
+
+
+def visitor_link(page: str) -> str:
+    """A link to `page` that brings this visitor's models back (absolute when the browser
+    told us the address it uses)."""
+    from urllib.parse import urlencode
+
+    from components.i18n import DEFAULT_LANGUAGE, current_language
+
+    query = {VISITOR_PARAM: visitor_id()}
+    if current_language() != DEFAULT_LANGUAGE:
+        query["lang"] = current_language()
+    base = st.context.url
+    return f"{base or '/' + page}?{urlencode(query)}"
 
 
 @st.cache_resource(show_spinner=False)
@@ -470,13 +505,17 @@ def load_job_manager():
     store = load_visitor_store()
 
     def save(job) -> None:
+        import time
+
         store.prune()
         task = job.trainers and next(iter(job.trainers.values())).task
+        stamp = time.strftime("%H%M%S")  # one for the run: its models' names go together
         for kind, trainer in job.trainers.items():
             store.save(
                 job.owner,
                 f"{task.key()}-{kind}",
                 trainer.model,
+                stamp=stamp,
                 task=task.config(),
                 training=trainer.metadata(job.finished - job.started),
                 metrics=job.results.get(kind, {}),
