@@ -27,7 +27,7 @@ from components.widgets import (
     show_notes,
 )
 from models.inputs import Note, parse_choice
-from models.runtime import settle_heap_once
+from models.runtime import first_runs_in_turn, settle_heap_once
 
 _run = threading.local()
 
@@ -225,7 +225,8 @@ def run_app() -> None:
     image_format_choice()
     _run.inside = True
     try:
-        page.run()
+        with first_runs_in_turn(page.url_path):
+            page.run()
         # What the page's first run imported and cached stays out of every later
         # collection (models/runtime.py explains the cost it saves on every rerun).
         settle_heap_once(page.url_path)
