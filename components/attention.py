@@ -232,7 +232,8 @@ def token_focus_figure(
 # twelve-head row is wide enough for its number (four in a row left ~12 px a cell).
 SUMMARY_COLUMNS = 2
 SUMMARY_PANEL_PX = 240
-SUMMARY_TITLE_PX = 40
+SUMMARY_TITLE_PX = 40  # above each grid
+SUMMARY_TICKS_PX = 30  # below it: the head labels
 
 
 def head_summary_figure(
@@ -246,7 +247,7 @@ def head_summary_figure(
     rows = -(-count // columns)
     spacing = 0.06
     width = (1 - spacing * (columns - 1)) / columns
-    row_px = SUMMARY_PANEL_PX + SUMMARY_TITLE_PX
+    row_px = SUMMARY_TITLE_PX + SUMMARY_PANEL_PX + SUMMARY_TICKS_PX
     plot_px = rows * row_px
     traces, layout = [], dict(height=plot_px + 20, margin=dict(l=10, r=10, t=10, b=10), font=_FONT)
     annotations = []
