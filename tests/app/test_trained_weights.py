@@ -10,6 +10,7 @@ from conftest import chart, chart_specs, messages, open_lesson, plotly_array, te
 
 from components.widgets import load_visitor_store
 from models import checkpoints
+from models import gradient_flow as gf
 from models import trained_sources as ts
 from models.masks import KINDS, STEPS
 from models.tasks import make_task
@@ -67,6 +68,12 @@ def test_recurrent_lesson_opens_on_the_shipped_copy_models_and_says_so():
     assert at.slider(key="rc_radius").disabled and at.selectbox(key="rc_act").disabled
     gates = next(c for c in at.caption.values if "latch" in c)
     assert "learned, not set by a control" in gates
+    # The latched units, counted independently over the wait between symbols and recall.
+    lstm = checkpoints.load(CHECKPOINT_DIR / "copy-lag20-lstm").model
+    _, ids = ts.example(task)
+    flow = gf.recurrent_gradient_flow(lstm.core, ts.inputs_for(lstm, ids), len(ids) - 1)
+    latched = int((flow["F"][task["length"] : task["lag"]] > 0.9).all(axis=0).sum())
+    assert latched > 0 and f"{latched} of its {flow['F'].shape[1]} units" in gates
 
 
 def test_an_old_recurrent_link_with_construction_settings_keeps_its_constructed_weights():
