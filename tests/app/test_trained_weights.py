@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import chart, chart_specs, messages, open_lesson, plotly_array, texts
+from conftest import chart, chart_specs, heatmap_grid, messages, open_lesson, plotly_array, texts
 
 from components.widgets import load_visitor_store
 from models import checkpoints
@@ -29,13 +29,6 @@ def _metadata(name: str) -> dict:
 def _no_failure(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not any(m.startswith("Something went wrong") for m in messages(at))
-
-
-def _grid(z) -> np.ndarray:
-    """A heatmap's z as sent: base64 when nothing is hidden, else rows with None (NaN)."""
-    if isinstance(z, dict):
-        return plotly_array(z).astype(float)
-    return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
 
 
 def _keys(at) -> set[str]:
@@ -99,7 +92,7 @@ def test_masks_lesson_opens_on_the_trained_induction_model_and_names_its_heads()
     assert f"trained for {meta['training']['steps']} steps" in about
     labels, _ = ts.example(meta["task"])
     assert " · ".join(labels) in texts(at)
-    assert len(_grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])) == len(labels)
+    assert len(heatmap_grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])) == len(labels)
     roles = next(c for c in at.caption.values if "strongest induction head" in c)
     assert "previous-token head" in roles
     # One click shows the strongest induction head, whose weights follow the repeat.
@@ -108,7 +101,7 @@ def test_masks_lesson_opens_on_the_trained_induction_model_and_names_its_heads()
     layer, head = at.slider(key="mask_layer").value, at.slider(key="mask_head").value
     assert f"layer {layer}, head {head}" in roles
     half = meta["task"]["half"]
-    weights = _grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])
+    weights = heatmap_grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])
     repeat = np.arange(half, 2 * half)
     assert np.mean(weights[repeat, repeat - half + 1]) > 0.3
 
@@ -138,7 +131,7 @@ def test_every_mask_kind_runs_on_the_trained_weights(kind):
     )
     _no_failure(at)
     assert _keys(at) >= STEP_CHARTS and _finite(at)
-    grid = _grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])
+    grid = heatmap_grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])
     if kind == "cross":  # the shipped translator on its own example
         source, decoder, words, numerals = ts.translation_example(make_task("numbers").config())
         assert grid.shape == (len(decoder), len(source))
