@@ -121,21 +121,10 @@ def waves_figure(
     return go.Figure(data=traces, layout=layout)
 
 
-def curves_figure(
-    curves: Mapping[str, np.ndarray],
-    x: np.ndarray,
-    title: str = "",
-    x_title: str = "",
-    y_title: str = "",
-    colors: Mapping[str, str] | None = None,
-    marker_at: float | None = None,
-    marker_text: str = "",
-    log_y: bool = False,
-) -> go.Figure:
-    """One line per named curve over a shared x; NaN points are left out of the line."""
-    traces, layout = curves_parts(
-        curves, x, title, x_title, y_title, colors, marker_at, marker_text, log_y
-    )
+def curves_figure(curves: Mapping[str, np.ndarray], x: np.ndarray, *args, **options) -> go.Figure:
+    """One line per named curve over a shared x; NaN points are left out of the line.
+    The other arguments are `curves_parts`'s (titles, colours, an end marker, log y)."""
+    traces, layout = curves_parts(curves, x, *args, **options)
     return go.Figure(data=traces, layout=layout)
 
 
