@@ -27,6 +27,7 @@ from components.widgets import (
     visitor_id,
 )
 from models import jobs
+from models.probes import circuit
 from models.task_models import LABELS
 from models.tasks import TASKS, make_task
 from models.train import (
@@ -313,21 +314,24 @@ induction_task = make_task("induction")
 
 
 @st.cache_data(show_spinner=False)
-def induction_heads() -> dict:
+def induction_heads() -> tuple[dict, float]:
+    """The shipped model's head scores and its recorded held-out accuracy on the repeat."""
     from models.probes import head_scores
 
     stem = str(CHECKPOINT_DIR / checkpoint_name(induction_task, "transformer"))
-    return head_scores(load_checkpoint(stem).model, induction_task)
+    loaded = load_checkpoint(stem)
+    return head_scores(loaded.model, induction_task), loaded.metrics["accuracy"]
 
 
-heads = induction_heads()
+heads, induction_accuracy = induction_heads()
+best = circuit(heads)
 ind_col, prev_col = st.columns(2)
 for where, name, key in (
     (ind_col, "induction", "tr_heads_induction"),
     (prev_col, "previous_token", "tr_heads_previous"),
 ):
     scores = heads[name]
-    layer, head = np.unravel_index(int(np.argmax(scores)), scores.shape)
+    layer, head, score = best[name]
     with where:
         show_chart(
             head_grid_figure(
@@ -337,15 +341,30 @@ for where, name, key in (
                 y_title=t("training.heads.layer"),
             ),
             key=key,
-            summary=t(
-                "training.heads.summary",
-                layer=int(layer),
-                head=int(head),
-                score=float(scores[layer, head]),
-            ),
+            summary=t(f"training.heads.summary_{name}", layer=layer, head=head, score=score),
             data={f"layer{i}": row for i, row in enumerate(scores)},
         )
-st.caption(t("training.heads.explain", half=induction_task.half))
+st.caption(
+    t(
+        "training.heads.explain",
+        length=induction_task.length,
+        shortest=induction_task.min_repeat,
+        longest=induction_task.max_repeat,
+    )
+)
+(i_layer, i_head, i_score), (p_layer, p_head, p_score) = best["induction"], best["previous_token"]
+st.caption(
+    t(
+        "training.heads.circuit",
+        p_layer=p_layer,
+        p_head=p_head,
+        p_score=p_score,
+        i_layer=i_layer,
+        i_head=i_head,
+        i_score=i_score,
+        accuracy=induction_accuracy,
+    )
+)
 
 # Your sentence through the trained language models -----------------------------------------
 st.subheader(t("training.yours.title"))
