@@ -20,12 +20,13 @@ import traceback
 from dataclasses import dataclass
 from importlib import metadata
 
-from bench import bertviz_size, browser
+from bench import bertviz_size, browser, gradient_flow
 from bench.load import (
     LoadPlan,
     Rerun,
     Session,
     check_heads_tokens,
+    check_text_charted,
     check_words_shown,
     percentile,
     run_async,
@@ -125,6 +126,8 @@ def _check(app: App, page: str, run: Rerun) -> str:
     """'' when the answer shows the visitor's own sentence (the home page shows none)."""
     if page == app.path:
         return check_heads_tokens(run)
+    if page == "training":  # reads the sentence character by character, in one chart
+        return check_text_charted(run, "tr_yours")
     return check_words_shown(run) if page else ""
 
 
@@ -327,11 +330,14 @@ def run(args: argparse.Namespace, rows: list[Row], notes: list[str]) -> list[str
         peer = measure_app(PEER, args, br, mk, with_pages=False) if args.peer else {}
         gc_text = gc_diagnosis(args, mk) if args.gc_check else None
         bertviz = bertviz_sizes(ours, mk)
+        log("gradient flow, T = 512")
+        flow = gradient_flow.measure()
     finally:
         if br is not None:
             br.__exit__(None, None, None)
         notes.append(f"bench wall time: {time.monotonic() - t_start:.0f} s")
     add_rows(rows, ours, peer, bertviz, gc_text, args, why_no_browser)
+    add_flow_rows(rows, flow)
     return machine_facts(chromium_version)
 
 
@@ -513,6 +519,26 @@ def add_rows(rows, ours, peer, bertviz, gc_text, args, why_no_browser) -> None:
                 gc_text,
             )
         )
+
+
+def add_flow_rows(rows: list[Row], flow: dict[str, float]) -> None:
+    rows.append(
+        Row(
+            f"Gradient flow through time, T = {gradient_flow.STEPS}, hidden "
+            f"{gradient_flow.HIDDEN}: ‖∂L/∂H_t‖ and ‖∂L/∂X_t‖ for RNN, LSTM, GRU and the "
+            "Transformer together (in process, one torch thread, median of 7)",
+            ms(flow["flows"]),
+            target="≤ 300 ms",
+            met=verdict(flow["flows"] <= 0.3),
+        )
+    )
+    rows.append(
+        Row(
+            f"Step Jacobian spectra, T = {gradient_flow.STEPS}, RNN, LSTM and GRU together "
+            "(reported separately)",
+            ms(flow["spectra"]),
+        )
+    )
 
 
 def table(rows: list[Row]) -> str:

@@ -266,6 +266,16 @@ def check_words_shown(run: Rerun) -> str:
     return f"words not on the page: {missing[:5]}" if missing else ""
 
 
+def check_text_charted(run: Rerun, key: str, n: int = 12) -> str:
+    """'' when chart `key` carries the sentence's first `n` characters (for a page that
+    reads the sentence character by character and shows it only inside a chart)."""
+    spec = run.charts.get(key)
+    if spec is None:
+        return f"chart {key!r} not drawn"
+    prefix = json.dumps(run.sentence[:n], ensure_ascii=False)[1:-1]
+    return "" if prefix in spec else f"chart {key!r} does not show {run.sentence[:n]!r}"
+
+
 # ---------------------------------------------------------------------- load
 
 

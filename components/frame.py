@@ -20,7 +20,7 @@ from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, set_language, t
 from components.lessons import LESSONS
 from components.widgets import SENTENCE_KEY, image_format_choice, sentence_box, show_notes
 from models.inputs import Note, parse_choice
-from models.runtime import settle_heap_once
+from models.runtime import first_runs_in_turn, settle_heap_once
 
 _run = threading.local()
 
@@ -180,7 +180,8 @@ def run_app() -> None:
     image_format_choice()
     _run.inside = True
     try:
-        page.run()
+        with first_runs_in_turn(page.url_path):
+            page.run()
         # What the page's first run imported and cached stays out of every later
         # collection (models/runtime.py explains the cost it saves on every rerun).
         settle_heap_once(page.url_path)

@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from components.palette import ATTENTION_COLORSCALE
-from components.positional import ENCODING_COLORSCALE, curves_figure
+from components.positional import ENCODING_COLORSCALE, curves_parts
 
 _FONT = dict(size=13)
 MASKED_COLOR = "#8c8c8c"
@@ -22,16 +22,18 @@ _TEXT_UP_TO = 16
 BAR_COLORS = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd")
 
 
-def _finish(fig: go.Figure, title: str, height: int, top: int = 60) -> go.Figure:
-    fig.update_xaxes(automargin=True)
-    fig.update_yaxes(automargin=True)
-    fig.update_layout(
+def _layout(title: str, height: int, top: int, xaxis: dict, yaxis: dict, **options) -> dict:
+    """Every masks chart's layout: axes whose margins grow to fit their labels, the
+    title, tight margins (built whole: see components/layout.py)."""
+    return dict(
+        xaxis=dict(automargin=True, **xaxis),
+        yaxis=dict(automargin=True, **yaxis),
         title=dict(text=title, font=dict(size=15)),
         height=height,
         margin=dict(l=10, r=10, t=top, b=10),
         font=_FONT,
+        **options,
     )
-    return fig
 
 
 def _with_gaps(values: np.ndarray, hidden: np.ndarray) -> list[list[float | None]]:
@@ -61,11 +63,14 @@ def step_heatmap(
     cell_text: bool = True,
     value_format: str = ".2f",
     show_scale: bool = True,
+    x_tickangle: int = -60,
+    shapes: Sequence[dict] = (),
 ) -> go.Figure:
     """One step of attention as a heatmap: rows are queries (or positions), columns keys
     (or dimensions). `masked` cells are drawn grey with `masked_text`; `weights` uses the
     0…1 attention colours, otherwise diverging colours centred on zero. Small matrices
-    write each value in its cell (`cell_text`, in `value_format`)."""
+    write each value in its cell (`cell_text`, in `value_format`). `shapes` are drawn over
+    the cells."""
     matrix = np.asarray(matrix, dtype=np.float64)
     hidden = np.zeros(matrix.shape, dtype=bool) if masked is None else np.asarray(masked)
     finite = matrix[~hidden]
@@ -75,9 +80,11 @@ def step_heatmap(
     limit = limit or 1.0
     small = cell_text and max(matrix.shape) <= _TEXT_UP_TO
     scale = dict(zmin=0.0, zmax=1.0) if weights else dict(zmid=0.0, zmin=-limit, zmax=limit)
-    fig = go.Figure(
+    traces = [
         go.Heatmap(
-            z=_with_gaps(matrix, hidden),
+            # A plain array when nothing is hidden: sent as compact binary, not checked
+            # and copied number by number as nested lists are.
+            z=_with_gaps(matrix, hidden) if hidden.any() else matrix,
             x=list(x_labels),
             y=list(y_labels),
             colorscale=ATTENTION_COLORSCALE if weights else ENCODING_COLORSCALE,
@@ -89,9 +96,9 @@ def step_heatmap(
             name=value_name,
             **scale,
         )
-    )
+    ]
     if hidden.any():
-        fig.add_trace(
+        traces.append(
             go.Heatmap(
                 z=_with_gaps(np.ones(matrix.shape), ~hidden),
                 x=list(x_labels),
@@ -107,9 +114,17 @@ def step_heatmap(
             )
         )
     # Keys along the bottom: a top axis would share its space with the title.
-    fig.update_xaxes(title_text=x_title, type="category", tickangle=-60, showgrid=False)
-    fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False)
-    return _finish(fig, title, 340 + 12 * min(len(y_labels), 40), top=50)
+    layout = _layout(
+        title,
+        340 + 12 * min(len(y_labels), 40),
+        50,
+        xaxis=dict(
+            title=dict(text=x_title), type="category", tickangle=x_tickangle, showgrid=False
+        ),
+        yaxis=dict(title=dict(text=y_title), type="category", autorange="reversed", showgrid=False),
+        shapes=list(shapes),
+    )
+    return go.Figure(data=traces, layout=layout)
 
 
 def leakage_figure(
@@ -122,12 +137,12 @@ def leakage_figure(
 ) -> go.Figure:
     """Grouped bars of max |Δ output| per position, one bar per mask; exact zeros are
     labelled "0" so they read as exact, not as small. The edited position is marked."""
-    fig = go.Figure()
+    traces = []
     for color, (name, values) in zip(BAR_COLORS, changes.items(), strict=False):
         values = np.asarray(values, dtype=np.float64)
         if not np.isfinite(values).all():
             raise ValueError("a chart was given NaN or inf")
-        fig.add_trace(
+        traces.append(
             go.Bar(
                 x=list(labels),
                 y=values,
@@ -139,22 +154,34 @@ def leakage_figure(
                 hovertemplate=f"{name}<br>%{{x}}: %{{y:.3e}}<extra></extra>",
             )
         )
-    fig.add_vrect(
+    edited_band = dict(
+        type="rect",
         x0=edited - 0.5,
         x1=edited + 0.5,
+        xref="x",
+        y0=0,
+        y1=1,
+        yref="y domain",
         fillcolor="#ffd54f",
         opacity=0.35,
-        line_width=0,
+        line=dict(width=0),
         layer="below",
     )
-    if edited_text:
-        fig.add_annotation(
-            x=edited, y=1.0, yref="paper", text=edited_text, showarrow=False, yanchor="bottom"
-        )
-    fig.update_xaxes(type="category", tickangle=-45)
-    fig.update_yaxes(title_text=y_title, rangemode="tozero")
-    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.08))
-    return _finish(fig, title, 420, top=110)
+    edited_label = dict(
+        x=edited, y=1.0, yref="paper", text=edited_text, showarrow=False, yanchor="bottom"
+    )
+    layout = _layout(
+        title,
+        420,
+        110,
+        xaxis=dict(type="category", tickangle=-45),
+        yaxis=dict(title=dict(text=y_title), rangemode="tozero"),
+        barmode="group",
+        legend=dict(orientation="h", yanchor="bottom", y=1.08),
+        shapes=[edited_band],
+        annotations=[edited_label] if edited_text else [],
+    )
+    return go.Figure(data=traces, layout=layout)
 
 
 def log_x_curves(
@@ -168,22 +195,24 @@ def log_x_curves(
 ) -> go.Figure:
     """Curves over a base-2 log x axis (d_k, sequence length); names in `dashed` are
     reference lines, drawn dashed and without markers."""
-    fig = curves_figure(curves, x, title=title, x_title=x_title, y_title=y_title, log_y=log_y)
-    for trace in fig.data:
-        if trace.name in dashed:
-            trace.line.dash = "dash"
+    traces, layout = curves_parts(
+        curves, x, title=title, x_title=x_title, y_title=y_title, log_y=log_y
+    )
+    for trace in traces:
+        if trace["name"] in dashed:
+            trace["line"]["dash"] = "dash"
         else:
-            trace.mode = "lines+markers"
-    fig.update_xaxes(type="log", dtick=np.log10(2), tickformat="d", tickangle=0)
+            trace["mode"] = "lines+markers"
+    layout["xaxis"].update(type="log", dtick=np.log10(2), tickformat="d", tickangle=0)
     if log_y:
-        fig.update_yaxes(dtick=1)  # one label per decade
+        layout["yaxis"]["dtick"] = 1  # one label per decade
     # The legend under the plot: in a narrow column it would cover the title above it.
-    fig.update_layout(
+    layout.update(
         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0, xanchor="left"),
-        margin=dict(t=60, b=10),
         height=460,
     )
-    return fig
+    layout["margin"].update(t=60, b=10)
+    return go.Figure(data=traces, layout=layout)
 
 
 def cache_growth_figure(
@@ -198,17 +227,8 @@ def cache_growth_figure(
     """The cached keys (or values) of one head `[pos, d_head]`; the last `new_rows` rows
     (this step's) outlined."""
     keys = np.asarray(keys, dtype=np.float64)
-    fig = step_heatmap(
-        keys,
-        title,
-        [str(i) for i in range(keys.shape[1])],
-        labels,
-        x_title,
-        y_title,
-        value_name=value_name,
-    )
     n = keys.shape[0]
-    fig.add_shape(
+    this_step = dict(
         type="rect",
         x0=-0.5,
         x1=keys.shape[1] - 0.5,
@@ -216,8 +236,17 @@ def cache_growth_figure(
         y1=n - 0.5,
         line=dict(color="#d62728", width=3),
     )
-    fig.update_xaxes(tickangle=0)
-    return fig
+    return step_heatmap(
+        keys,
+        title,
+        [str(i) for i in range(keys.shape[1])],
+        labels,
+        x_title,
+        y_title,
+        value_name=value_name,
+        x_tickangle=0,
+        shapes=[this_step],
+    )
 
 
 def extreme_cell(

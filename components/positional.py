@@ -121,7 +121,14 @@ def waves_figure(
     return go.Figure(data=traces, layout=layout)
 
 
-def curves_figure(
+def curves_figure(curves: Mapping[str, np.ndarray], x: np.ndarray, *args, **options) -> go.Figure:
+    """One line per named curve over a shared x; NaN points are left out of the line.
+    The other arguments are `curves_parts`'s (titles, colours, an end marker, log y)."""
+    traces, layout = curves_parts(curves, x, *args, **options)
+    return go.Figure(data=traces, layout=layout)
+
+
+def curves_parts(
     curves: Mapping[str, np.ndarray],
     x: np.ndarray,
     title: str = "",
@@ -131,15 +138,17 @@ def curves_figure(
     marker_at: float | None = None,
     marker_text: str = "",
     log_y: bool = False,
-) -> go.Figure:
-    """One line per named curve over a shared x; NaN points are left out of the line."""
+) -> tuple[list[dict], dict]:
+    """`curves_figure`'s traces (plain dicts) and layout, for a caller that adds to them
+    before building the figure once."""
     traces = []
     for name, y in curves.items():
         xs, ys = _finite_line(x, y)
         if log_y:
             ys = np.maximum(np.abs(ys), LOG_FLOOR)
         traces.append(
-            go.Scatter(
+            dict(
+                type="scatter",
                 x=xs,
                 y=ys,
                 mode="lines",
@@ -158,7 +167,7 @@ def curves_figure(
         legend=dict(orientation="h", yanchor="bottom", y=1.0),
         **marker,
     )
-    return go.Figure(data=traces, layout=layout)
+    return traces, layout
 
 
 def matrix_figure(

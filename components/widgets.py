@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -144,7 +145,27 @@ def _labels(options: list, format_func) -> list[list[str]]:
     return names
 
 
-def linked_selectbox(where, label: str, options, default, key: str, format_func=str):
+# A control's format_func and on_click stay in the session's widget state, also while a
+# visitor who left is kept for a reconnect (two minutes). A function written in a page
+# refers to the page's whole namespace, every trace and figure of its last run (about
+# 2.5 MB a visitor on the attention page), so controls get functions from this module.
+
+
+def _label_of(labels: dict, option) -> str:
+    return labels.get(option, str(option))
+
+
+def kept_labels(options: list, format_func):
+    """`format_func` as a lookup of the labels it gives in this run."""
+    return partial(_label_of, {option: format_func(option) for option in options})
+
+
+def set_state(values: dict) -> None:
+    """A button's on_click: put `values` into the session state."""
+    st.session_state.update(values)
+
+
+def linked_selectbox(where, label: str, options, default, key: str, format_func=str, **extra):
     options = list(options)
     _check_link(
         key,
@@ -155,8 +176,9 @@ def linked_selectbox(where, label: str, options, default, key: str, format_func=
         options,
         index=options.index(default),
         key=key,
-        format_func=format_func,
+        format_func=kept_labels(options, format_func),
         bind="query-params",
+        **extra,
     )
     _show_link_note(key, value)
     return value
@@ -185,7 +207,7 @@ def linked_multiselect(
         default=default,
         key=key,
         max_selections=max_selections,
-        format_func=format_func,
+        format_func=kept_labels(options, format_func),
         bind="query-params",
     )
     _show_link_note(key, value)
@@ -425,11 +447,45 @@ def load_checkpoint(stem: str):
     return checkpoints.load(stem)
 
 
-def visitor_id() -> str:
-    """This browser session's random id: names its folder of trained models."""
-    import uuid
+VISITOR_PARAM = "visitor"
+VISITOR_KEY = "visitor_id"
+VISITOR_FROM_LINK = "_visitor_from_link"  # the key came from a link, not made here
 
-    return st.session_state.setdefault("visitor_id", uuid.uuid4().hex)
+
+def visitor_id() -> str:
+    """This visitor's key to their trained models (32 random hex digits, the only key).
+
+    A session makes one; a link carrying `?visitor=<key>` (the training page gives each
+    visitor theirs) brings it back in another session or browser. The key is taken out
+    of the address bar once read, so a link copied from there for the class does not
+    hand everyone this visitor's models. A malformed key is refused with a note.
+    """
+    from models.visitor_store import new_visitor, parse_visitor
+
+    raws = st.query_params.get_all(VISITOR_PARAM)
+    if raws:
+        del st.query_params[VISITOR_PARAM]
+        key = parse_visitor(raws[-1])
+        if key is None:
+            st.warning(t("training.key.bad"), icon="⚠️")
+        else:
+            st.session_state[VISITOR_KEY] = key
+            st.session_state[VISITOR_FROM_LINK] = True
+    return st.session_state.setdefault(VISITOR_KEY, new_visitor())
+
+
+def visitor_link(page: str) -> str:
+    """A link to `page` that brings this visitor's models back (absolute when the browser
+    told us the address it uses)."""
+    from urllib.parse import urlencode
+
+    from components.i18n import DEFAULT_LANGUAGE, current_language
+
+    query = {VISITOR_PARAM: visitor_id()}
+    if current_language() != DEFAULT_LANGUAGE:
+        query["lang"] = current_language()
+    base = st.context.url
+    return f"{base or '/' + page}?{urlencode(query)}"
 
 
 @st.cache_resource(show_spinner=False)
@@ -449,13 +505,17 @@ def load_job_manager():
     store = load_visitor_store()
 
     def save(job) -> None:
+        import time
+
         store.prune()
         task = job.trainers and next(iter(job.trainers.values())).task
+        stamp = time.strftime("%H%M%S")  # one for the run: its models' names go together
         for kind, trainer in job.trainers.items():
             store.save(
                 job.owner,
                 f"{task.key()}-{kind}",
                 trainer.model,
+                stamp=stamp,
                 task=task.config(),
                 training=trainer.metadata(job.finished - job.started),
                 metrics=job.results.get(kind, {}),

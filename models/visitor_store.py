@@ -1,7 +1,9 @@
 """Each visitor's trained models, in a folder of their own, with a size cap and an age limit.
 
-A visitor is identified by a random hex id the page makes (never by anything they type),
-so a folder name is always safe. Saving past the cap deletes that visitor's oldest models
+A visitor is identified by a random key of 32 hex digits the page makes: the only key to
+their models, so it is unguessable (128 random bits) and nothing lists the visitors. A link
+may carry the key back (`parse_visitor` accepts 32 hex digits and nothing else, never a
+path), so a folder name is always safe. Saving past the cap deletes that visitor's oldest models
 first; `prune()` deletes every model older than the age limit, for every visitor.
 Files are checkpoints (models/checkpoints.py): safetensors + JSON, nothing else.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import tempfile
 import time
 from dataclasses import dataclass
@@ -26,6 +29,19 @@ MAX_BYTES = 8 * 2**20  # per visitor
 MAX_AGE = 24 * 3600.0  # seconds
 _VISITOR = re.compile(r"[0-9a-f]{32}")
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,80}")
+_STAMP = re.compile(r"\d{6}")
+
+
+def new_visitor() -> str:
+    """A fresh visitor key: 32 hex digits from the operating system's random source."""
+    return secrets.token_hex(16)
+
+
+def parse_visitor(raw: str) -> str | None:
+    """The visitor key a link carries, or None when it is not exactly 32 hex digits
+    (letters in either case; spaces around it are forgiven)."""
+    key = raw.strip().lower() if isinstance(raw, str) else ""
+    return key if _VISITOR.fullmatch(key) else None
 
 
 @dataclass(frozen=True)
@@ -49,16 +65,23 @@ class VisitorStore:
             raise ValueError("a visitor id is 32 hex digits")
         return self.root / visitor
 
-    def save(self, visitor: str, name: str, model: SequenceModel, **sections) -> Path:
-        """Save under a unique name; the visitor's oldest models go if the cap is passed."""
+    def save(
+        self, visitor: str, name: str, model: SequenceModel, stamp: str = "", **sections
+    ) -> Path:
+        """Save under a unique name, `<stamp>-<name>`; the visitor's oldest models go if the
+        cap is passed. `stamp` (six digits, the time by default) is shared by the models of
+        one run, so their names say they belong together."""
         if not _NAME.fullmatch(name):
             raise ValueError(f"not a model name: {name!r}")
+        stamp = stamp or time.strftime("%H%M%S")
+        if not _STAMP.fullmatch(stamp):
+            raise ValueError(f"not a time stamp: {stamp!r}")
         folder = self.folder(visitor)
-        stem = folder / f"{time.strftime('%H%M%S')}-{name}"
+        stem = folder / f"{stamp}-{name}"
         n = 1
         while checkpoints.paths(stem)[1].exists():
             n += 1
-            stem = folder / f"{time.strftime('%H%M%S')}-{name}-{n}"
+            stem = folder / f"{stamp}-{name}-{n}"
         tensor_path, _ = checkpoints.save(stem, model, saved_at=time.time(), **sections)
         if tensor_path.stat().st_size > self.max_bytes:
             self._delete(stem)

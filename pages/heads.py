@@ -35,6 +35,7 @@ from components.widgets import (
     load_attention_model,
     model_choices,
     sentence_or_stop,
+    set_state,
     show_chart,
     show_notes,
 )
@@ -59,11 +60,6 @@ FAMILIES = {
 }
 # Controls whose options depend on the model: a new model starts them from their defaults.
 MODEL_BOUND_KEYS = ("layer", "head", "token", "ablate", "rollout_layer")
-
-
-def select_head(layer: int, head: int) -> None:
-    st.session_state["layer"] = layer
-    st.session_state["head"] = head
 
 
 def count_text(n: int) -> str:
@@ -314,8 +310,8 @@ with focus:
         )
         st.button(
             t("heads.focus_show", layer=best_layer, head=best_head),
-            on_click=select_head,
-            args=(best_layer, best_head),
+            on_click=set_state,
+            args=({"layer": best_layer, "head": best_head},),
         )
 
 st.subheader(t("heads.summary_title"))
@@ -433,10 +429,6 @@ def every_head_grid() -> None:
     st.caption(t("heads.effect_caption"))
 
 
-def measure_every_head(measured: tuple[str, str]) -> None:
-    st.session_state["_every_head_for"] = measured
-
-
 # One pass per head (in batches): run on request, not on every keystroke.
 measured = (model_key, sentence.text)
 if st.session_state.get("_every_head_for") == measured:
@@ -445,8 +437,8 @@ else:
     st.button(
         t("heads.effect_run", count=n_layers * n_heads),
         key="every_head_go",
-        on_click=measure_every_head,
-        args=(measured,),
+        on_click=set_state,
+        args=({"_every_head_for": measured},),
     )
     st.caption(t("heads.effect_pending"))
 

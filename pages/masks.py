@@ -19,15 +19,22 @@ from components.widgets import (
     DEFAULT_SENTENCE,
     linked_selectbox,
     linked_slider,
+    load_checkpoint,
     load_tokenizer,
     load_transformer,
+    load_visitor_store,
     sentence_or_stop,
+    set_state,
     show_chart,
     show_notes,
+    visitor_id,
 )
 from models import cost, kv_cache, masks, scaling
+from models import trained_sources as ts
+from models.checkpoints import CheckpointError
 from models.inputs import prepare_sentence, tokenization_notes
 from models.tokenizer import PAD, SPECIAL_TOKENS
+from models.train import CHECKPOINT_DIR
 
 enter_lesson()
 
@@ -51,14 +58,76 @@ def load_encoder_decoder():
     return EncoderDecoder(load_transformer("sinusoidal").cfg, seed=0)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def masked_run(ids: tuple[int, ...], allowed: np.ndarray) -> dict:
-    return masks.run_masked(load_transformer("sinusoidal"), list(ids), allowed)[1]
+RANDOM = "random"  # the lesson's own random Transformer; otherwise a trained checkpoint
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def load_unmasked(stem: str):
+    """A trained Transformer that applies only the lesson's mask, shared and read-only."""
+    return ts.without_causal_mask(load_checkpoint(stem).model.core)
+
+
+def step_model(stem: str):
+    """The model the step-by-step section runs: `stem` names a trained checkpoint, or is
+    empty for the lesson's random Transformer."""
+    return load_unmasked(stem) if stem else load_transformer("sinusoidal")
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def cross_run(source: tuple[int, ...], target: tuple[int, ...]) -> dict:
-    return masks.run_cross(load_encoder_decoder(), list(source), list(target))[1]
+def masked_run(stem: str, ids: tuple[int, ...], allowed: np.ndarray) -> dict:
+    return masks.run_masked(step_model(stem), list(ids), allowed)[1]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cross_run(stem: str, source: tuple[int, ...], target: tuple[int, ...]) -> dict:
+    model = load_checkpoint(stem).model.core if stem else load_encoder_decoder()
+    return masks.run_cross(model, list(source), list(target))[1]
+
+
+def weights_label(weights: str) -> str:
+    if weights == RANDOM or weights in ts.SHIPPED_TRANSFORMERS:
+        return t(f"masks.weights.{weights}")
+    return t("masks.weights.mine", name=weights)
+
+
+def weights_stem(weights: str) -> str:
+    """Where a trained choice is kept: the shipped checkpoints, or this visitor's folder."""
+    if weights in (*ts.SHIPPED_TRANSFORMERS, ts.SHIPPED_ENCODER_DECODER):
+        return str(CHECKPOINT_DIR / weights)
+    return str(load_visitor_store().folder(visitor_id()) / weights)
+
+
+def about_trained(checkpoint) -> str:
+    """Which trained weights are shown: the task, the size, the measured result."""
+    task, spec = checkpoint.task, checkpoint.config.get("model", {})
+    metrics = checkpoint.metrics
+    return t(
+        f"masks.weights.about.{task.get('name')}",
+        n_layers=spec.get("n_layers"),
+        n_heads=spec.get("n_heads"),
+        d_model=spec.get("d_model"),
+        steps=checkpoint.config.get("training", {}).get("steps", "?"),
+        accuracy=metrics.get("accuracy", float("nan")),
+        loss=metrics.get("loss", float("nan")),
+        lag=task.get("lag", "?"),
+        half=task.get("half", "?"),
+    )
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def induction_roles(stem: str) -> dict:
+    """The trained induction model's strongest induction and previous-token heads,
+    measured on held-out sequences (models/probes.py)."""
+    from models.probes import head_scores
+    from models.tasks import task_from_config
+
+    checkpoint = load_checkpoint(stem)
+    scores = head_scores(checkpoint.model, task_from_config(checkpoint.task))
+    best = {}
+    for role, grid in scores.items():
+        layer, head = np.unravel_index(int(np.argmax(grid)), grid.shape)
+        best[role] = (int(layer), int(head), float(grid[layer, head]))
+    return best
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -164,7 +233,19 @@ st.text(" · ".join(tokens))
 
 # 1. Attention step by step under a mask ------------------------------------------------
 st.subheader(t("masks.steps.title"))
-kind_col, layer_col, head_col = st.columns([2, 1, 1])
+weights_col, kind_col = st.columns(2)
+weights = linked_selectbox(
+    weights_col,
+    t("masks.weights"),
+    (
+        *ts.SHIPPED_TRANSFORMERS,
+        RANDOM,
+        *ts.saved_transformers(load_visitor_store().list(visitor_id())),
+    ),
+    ts.SHIPPED_TRANSFORMERS[0],
+    key="mask_weights",
+    format_func=weights_label,
+)
 kind = linked_selectbox(
     kind_col,
     t("masks.kind"),
@@ -173,8 +254,55 @@ kind = linked_selectbox(
     key="mask_kind",
     format_func=lambda k: t(f"masks.kind.{k}"),
 )
-layer = linked_slider(layer_col, t("masks.layer"), 0, cfg.n_layers - 1, 0, key="mask_layer")
-head = linked_slider(head_col, t("masks.head"), 0, cfg.n_heads - 1, 0, key="mask_head")
+# Cross-attention needs an encoder–decoder: trained weights show the shipped translator.
+step_stem, checkpoint = "", None
+if weights != RANDOM:
+    stem = weights_stem(ts.SHIPPED_ENCODER_DECODER if kind == "cross" else weights)
+    try:
+        checkpoint, step_stem = load_checkpoint(stem), stem
+    except CheckpointError:  # a visitor's model deleted meanwhile (age limit, size cap)
+        st.warning(t("masks.weights.gone"))
+if checkpoint is None:
+    step_cfg = cfg
+elif kind == "cross":
+    step_cfg = checkpoint.model.core.decoder.cfg
+else:
+    step_cfg = checkpoint.model.core.cfg
+layer_col, head_col = st.columns(2)
+layer = (
+    linked_slider(layer_col, t("masks.layer"), 0, step_cfg.n_layers - 1, 0, key="mask_layer")
+    if step_cfg.n_layers > 1
+    else 0
+)
+head = linked_slider(head_col, t("masks.head"), 0, step_cfg.n_heads - 1, 0, key="mask_head")
+if checkpoint is None:
+    st.caption(t("masks.weights.about.random"))
+else:
+    st.info(about_trained(checkpoint))
+if checkpoint is not None and checkpoint.task.get("name") == "induction":
+    roles = induction_roles(step_stem)
+    (i_layer, i_head, i_score), (p_layer, p_head, p_score) = (
+        roles["induction"],
+        roles["previous_token"],
+    )
+    roles_text, jump = st.columns([3, 1], vertical_alignment="center")
+    roles_text.caption(
+        t(
+            "masks.weights.roles",
+            i_layer=i_layer,
+            i_head=i_head,
+            i_score=i_score,
+            p_layer=p_layer,
+            p_head=p_head,
+            p_score=p_score,
+        )
+    )
+    jump.button(
+        t("masks.weights.jump", layer=i_layer, head=i_head),
+        key="mask_jump",
+        on_click=set_state,
+        args=({"mask_layer": i_layer, "mask_head": i_head},),
+    )
 window_col, prefix_col = st.columns(2)
 window = linked_slider(
     window_col,
@@ -204,45 +332,101 @@ second_raw = st.text_input(
 st.caption(t(f"masks.kind.explain.{kind}", prefix=prefix, window=window))
 
 
+class NothingToRead(Exception):
+    """The trained model knows none of the characters it was given."""
+
+
+def trained_reading(text: str, second: bool = False) -> ts.Reading:
+    """What the trained model reads for the sentence (or the second one), with a note for
+    the characters it never saw; a model of a token task reads its task's sequences."""
+    reading = ts.read(checkpoint.task, text, SHOWN_TOKENS)
+    if not reading.from_sentence:
+        return (
+            ts.shorter(ts.read(checkpoint.task, text, SHOWN_TOKENS, index=1)) if second else reading
+        )
+    if reading.unknown:
+        # The characters are the visitor's: shown through st.text only.
+        st.warning(t("masks.weights.unknown", count=len(reading.unknown)), icon="⚠️")
+        st.text(" ".join(reading.unknown)[:200])
+    if reading.n_before_cap > len(reading.ids):
+        st.caption(t("masks.weights.cut", n=len(reading.ids), total=reading.n_before_cap))
+    return reading
+
+
+def step_input(text: str, second: bool = False) -> tuple[list[int], list[str]]:
+    """Ids and labels the step-by-step model reads for `text`."""
+    if checkpoint is None:
+        step_ids, step_tokens, step_notes = encode(text)
+        if second:
+            show_notes(step_notes)
+        return step_ids, step_tokens
+    reading = trained_reading(text, second)
+    return reading.ids, reading.tokens
+
+
 def attention_case(kind: str, second_text: str) -> tuple[dict, str, np.ndarray, list, list]:
     """The traced run `kind` needs: (trace, attention name, X of the queries, query tokens,
-    key tokens)."""
-    tokenizer = load_tokenizer()
+    key tokens); the section stops with a note when the trained model has nothing to read."""
     if kind == "cross":
-        source_ids, source_tokens, source_notes = encode(second_text)
-        show_notes(source_notes)
-        cache = cross_run(tuple(source_ids), tuple(ids))
+        if checkpoint is None:
+            source_ids, source_tokens = step_input(second_text, second=True)
+            target_ids, target_tokens = ids, tokens
+        else:
+            source_ids, target_ids, source_tokens, target_tokens = ts.translation_example(
+                checkpoint.task
+            )
+            st.text(" ".join(source_tokens) + "  →  " + " ".join(target_tokens))
+        cache = cross_run(step_stem, tuple(source_ids), tuple(target_ids))
         x_query = cache[f"decoder.blocks.{layer}.ln_cross.hook_normalized"]
-        return cache, f"decoder.blocks.{layer}.cross_attn", x_query, tokens, source_tokens
-    query_ids, length = ids, n
+        name = f"decoder.blocks.{layer}.cross_attn"
+        return cache, name, x_query, target_tokens, source_tokens
+    query_ids, query_tokens = step_input(sentence.text)
+    if not query_ids:  # every character unknown to the trained model
+        raise NothingToRead
+    if checkpoint is not None:
+        st.caption(t("masks.weights.reads", n=len(query_ids)))
+        st.text(" · ".join(query_tokens))
+    length = len(query_ids)
     if kind == "padding":
-        second_ids, _, second_notes = encode(second_text)
-        show_notes(second_notes)
-        batch, lengths = masks.pad_batch(ids, second_ids, SPECIAL_TOKENS.index(PAD))
+        second_ids, second_tokens = step_input(second_text, second=True)
+        if not second_ids:
+            raise NothingToRead
+        pad_id = SPECIAL_TOKENS.index(PAD) if checkpoint is None else 0
+        batch, lengths = masks.pad_batch(query_ids, second_ids, pad_id)
+        rows = [
+            list(row_tokens) + [PAD] * (batch.shape[1] - len(row_tokens))
+            for row_tokens in (query_tokens, second_tokens)
+        ]
         row = masks.padded_row(lengths)
-        query_ids, length = [int(i) for i in batch[row]], lengths[row]
+        query_ids, query_tokens, length = [int(i) for i in batch[row]], rows[row], lengths[row]
         st.caption(t("masks.padding.batch", row=row + 1, length=length, padded=len(query_ids)))
-        st.text("\n".join(" · ".join(map(tokenizer.id_to_token, b)) for b in batch.tolist()))
+        st.text("\n".join(" · ".join(r) for r in rows))
     allowed = masks.allowed_mask(kind, len(query_ids), length=length, prefix=prefix, window=window)
-    cache = masked_run(tuple(query_ids), allowed)
-    query_tokens = [tokenizer.id_to_token(i) for i in query_ids]
+    cache = masked_run(step_stem, tuple(query_ids), allowed)
     x_query = cache[f"blocks.{layer}.ln1.hook_normalized"]
     return cache, f"blocks.{layer}.attn", x_query, query_tokens, query_tokens
 
 
 second = prepare_sentence(second_raw)
-needs_second = kind in ("padding", "cross")
+needs_second = kind in ("padding", "cross") and (
+    checkpoint is None or (kind == "padding" and checkpoint.task.get("name") == "lm")
+)
 if needs_second:
     show_notes([note for note in second.notes if note.code != "empty_text"])
+try:
+    case = None if needs_second and second.is_empty else attention_case(kind, second.text)
+except NothingToRead:
+    case = None
+    st.info(t("masks.weights.nothing"))
 if needs_second and second.is_empty:
     st.info(t("masks.second_needed"))
-else:
-    cache, name, x_query, query_tokens, key_tokens = attention_case(kind, second.text)
+if case is not None:
+    cache, name, x_query, query_tokens, key_tokens = case
     steps = masks.head_steps(cache, name, head, x_query)
     allowed = np.isfinite(steps["hook_attn_scores"])
     q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
-    dims = [str(i) for i in range(cfg.d_head)]
-    model_dims = [str(i) for i in range(cfg.d_model)]
+    dims = [str(i) for i in range(step_cfg.d_head)]
+    model_dims = [str(i) for i in range(step_cfg.d_model)]
     query_axis, key_axis = t("masks.axis.query"), t("masks.axis.key")
     dim_axis = t("masks.axis.dim")
 
@@ -288,7 +472,11 @@ else:
                 show_chart(
                     step_heatmap(
                         matrix,
-                        t(f"masks.step.{step}", shape=shape_text(steps[step]), d_head=cfg.d_head),
+                        t(
+                            f"masks.step.{step}",
+                            shape=shape_text(steps[step]),
+                            d_head=step_cfg.d_head,
+                        ),
                         x_labels,
                         y_labels,
                         x_title,
@@ -324,7 +512,7 @@ else:
                 last=int(empty_rows[-1]),
             )
         )
-    st.caption(t("masks.steps.explain", d_head=cfg.d_head))
+    st.caption(t("masks.steps.explain", d_head=step_cfg.d_head))
 
 # 2. Leakage ------------------------------------------------------------------------------
 st.subheader(t("masks.leak.title"))

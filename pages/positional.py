@@ -6,6 +6,7 @@ import streamlit as st
 from components.frame import enter_lesson
 from components.i18n import t
 from components.labels import token_labels
+from components.masks import step_heatmap
 from components.positional import (
     SCHEME_COLORS,
     curves_figure,
@@ -31,15 +32,21 @@ from components.widgets import (
     linked_multiselect,
     linked_selectbox,
     linked_slider,
+    load_checkpoint,
     load_tokenizer,
     load_transformer,
+    load_visitor_store,
     sentence_or_stop,
     show_chart,
     show_notes,
+    visitor_id,
 )
 from models import positional as pe
+from models import trained_sources as ts
+from models.checkpoints import CheckpointError
 from models.inputs import tokenization_notes
 from models.tokenizer import MAX_TOKENS
+from models.train import CHECKPOINT_DIR
 
 enter_lesson()
 
@@ -65,6 +72,24 @@ def order_effects(ids: tuple[int, ...], order: str, seed: int) -> dict:
 @st.cache_data(show_spinner=False)
 def rotation_check(d_model: int, n_pos: int) -> float:
     return pe.max_rotation_error(pe.sinusoidal_table(n_pos, d_model), range(0, n_pos // 2))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def load_untrained(stem: str):
+    """The trained model `stem` names as it was before training, shared and read-only."""
+    return ts.untrained(load_checkpoint(stem).model)
+
+
+def trained_label(name: str) -> str:
+    if name in ts.SHIPPED_TRANSFORMERS:
+        return t(f"positional.trained.{name}")
+    return t("positional.trained.mine", name=name)
+
+
+def trained_stem(name: str) -> str:
+    if name in ts.SHIPPED_TRANSFORMERS:
+        return str(CHECKPOINT_DIR / name)
+    return str(load_visitor_store().folder(visitor_id()) / name)
 
 
 def learned_table(n_pos: int) -> np.ndarray:
@@ -190,6 +215,132 @@ st.caption(
         half=cfg.d_model // 2,
     )
 )
+
+# 2b. What training makes of a learned table --------------------------------------------
+st.subheader(t("positional.trained.title"))
+trained_col, head_col = st.columns([2, 1])
+trained_name = linked_selectbox(
+    trained_col,
+    t("positional.trained.model"),
+    (*ts.SHIPPED_TRANSFORMERS, *ts.saved_transformers(load_visitor_store().list(visitor_id()))),
+    ts.SHIPPED_TRANSFORMERS[0],
+    key="pe_trained",
+    format_func=trained_label,
+)
+try:
+    trained = load_checkpoint(trained_stem(trained_name))
+except CheckpointError:  # a visitor's model deleted meanwhile (age limit, size cap)
+    trained = None
+    st.warning(t("positional.trained.gone"))
+if trained is not None and trained.model.core.cfg.positional != "learned":
+    trained = None
+    st.info(t("positional.trained.no_table"))
+if trained is not None:
+    core = trained.model.core
+    trained_head = linked_slider(
+        head_col, t("positional.trained.head"), 0, core.cfg.n_heads - 1, 0, key="pe_trained_head"
+    )
+    spec, metrics = trained.config.get("model", {}), trained.metrics
+    st.info(
+        t(
+            "positional.trained.about",
+            model=trained_label(trained_name),
+            n_layers=spec.get("n_layers"),
+            n_heads=spec.get("n_heads"),
+            d_model=spec.get("d_model"),
+            n_ctx=spec.get("n_ctx"),
+            steps=trained.config.get("training", {}).get("steps", "?"),
+            accuracy=metrics.get("accuracy", float("nan")),
+        )
+    )
+    stem = trained_stem(trained_name)
+    models = {"before": load_untrained(stem).core, "after": core}
+    patterns = {when: ts.positional_attention(model) for when, model in models.items()}
+    offsets = {when: ts.weight_by_offset(pattern) for when, pattern in patterns.items()}
+    strongest = {
+        when: (int(np.argmax(w[trained_head])), float(np.max(w[trained_head])))
+        for when, w in offsets.items()
+    }
+    positions = [str(i) for i in range(core.cfg.n_ctx)]
+    # The model's own causal mask: keys after the query, drawn grey.
+    future = np.triu(np.ones((core.cfg.n_ctx, core.cfg.n_ctx), dtype=bool), 1)
+    future &= bool(core.cfg.causal)
+    for column, (when, pattern) in zip(st.columns(2), patterns.items(), strict=True):
+        offset, share = strongest[when]
+        with column:
+            show_chart(
+                step_heatmap(
+                    pattern[trained_head],
+                    t(f"positional.trained.{when}", head=trained_head),
+                    positions,
+                    positions,
+                    x_title=t("positional.rope.key_pos"),
+                    y_title=t("positional.rope.query_pos"),
+                    masked=future,
+                    masked_text="0",
+                    weights=True,
+                    value_name=t("positional.trained.weight"),
+                    cell_text=False,
+                ),
+                key=f"pe_trained_{when}",
+                summary=t(
+                    "positional.trained.summary",
+                    when=t(f"positional.trained.{when}_short"),
+                    head=trained_head,
+                    offset=offset,
+                    share=share,
+                ),
+                data={"query": positions, "key": positions, "weight": pattern[trained_head]},
+            )
+    after = offsets["after"]
+    ks = np.arange(after.shape[1])
+    per_head = {t("positional.trained.head_line", head=h): after[h] for h in range(len(after))}
+    show_chart(
+        curves_figure(
+            per_head,
+            ks,
+            title=t("positional.trained.by_offset"),
+            x_title=t("positional.trained.offset_axis"),
+            y_title=t("positional.trained.mean_weight"),
+        ),
+        key="pe_trained_offset",
+        summary=" · ".join(
+            t(
+                "positional.trained.head_peak",
+                head=h,
+                offset=int(np.argmax(w)),
+                share=float(w.max()),
+            )
+            for h, w in enumerate(after)
+        ),
+        data={"offset": ks} | per_head,
+    )
+    near = {
+        when: float(ts.cosine_by_offset(ts.position_cosines(m.W_pos.numpy()))[1])
+        for when, m in models.items()
+    }
+    st.caption(
+        t(
+            "positional.trained.explain",
+            head=trained_head,
+            offset=strongest["after"][0],
+            share=strongest["after"][1],
+            before=float(offsets["before"][trained_head][strongest["after"][0]]),
+            near_before=near["before"],
+            near_after=near["after"],
+            n=core.cfg.n_ctx,
+        )
+        + (
+            " "
+            + t(
+                "positional.trained.induction",
+                half=trained.task["half"],
+                back=trained.task["half"] - 1,
+            )
+            if trained.task.get("name") == "induction"
+            else ""
+        )
+    )
 
 # 3. The linear relation -------------------------------------------------------------
 st.subheader(t("positional.rotation.title"))

@@ -37,6 +37,7 @@ from components.widgets import (
 )
 from models import gradient_flow as gf
 from models import trained_sources as ts
+from models.checkpoints import CheckpointError
 from models.inputs import Note, tokenization_notes
 from models.recurrent import ACTIVATIONS, INITS
 from models.tokenizer import MAX_TOKENS
@@ -46,6 +47,10 @@ enter_lesson()
 
 CELLS = {"RNN": "rnn", "LSTM": "lstm", "GRU": "gru"}
 CONSTRUCTED = "constructed"  # weights built from the controls; otherwise trained ones
+# The controls that build the constructed weights (trained weights ignore them).
+CONSTRUCTION_KEYS = ("rc_source", "rc_length", "rc_radius", "rc_act", "rc_init", "rc_hidden")
+CONSTRUCTION_KEYS += ("rc_forget",)
+LATCHED = 0.9  # a forget gate above this at every step keeps the cell's content
 
 
 def _checkpoint(source: str, kind: str):
@@ -110,7 +115,7 @@ def jacobian_norms(ids: tuple[int, ...] | None, length: int, s: dict) -> dict:
     for name, cell in CELLS.items():
         X = _x(cell, ids, length, s)
         model = _model(cell, X.shape[1], s)
-        size = s["num_hiddens"] * (2 if cell == "lstm" else 1)
+        size = model.cfg.num_hiddens * (2 if cell == "lstm" else 1)
         steps = gf.jacobian_steps(X.shape[0], size)
         result[name] = (steps, gf.step_jacobian_norms(model, X, steps))
     return result
@@ -135,6 +140,14 @@ sentence = sentence_or_stop()
 st.subheader(t("recurrent.controls.title"))
 col_input, col_matrix, col_model = st.columns(3)
 me = visitor_id()
+# A first visit opens on the shipped trained weights, so the gates mean something. The
+# control's default stays the constructed weights, so a link keeps its meaning: one made
+# on trained weights names them, and one carrying any construction setting (every link
+# made before trained weights were the first view) opens on constructed weights.
+if "rc_weights" not in st.session_state and not any(
+    key in st.query_params for key in ("rc_weights", *CONSTRUCTION_KEYS)
+):
+    st.session_state["rc_weights"] = ts.SHIPPED_SOURCE
 weights = linked_selectbox(
     col_input,
     t("recurrent.controls.weights"),
@@ -151,6 +164,13 @@ weights = linked_selectbox(
         else t("recurrent.weights.mine", name=w)
     ),
 )
+if weights != CONSTRUCTED:
+    try:
+        for kind in ts.KINDS:
+            _checkpoint(weights, kind)
+    except CheckpointError:  # a visitor's run deleted meanwhile (age limit, size cap)
+        st.warning(t("recurrent.trained.gone"))
+        weights = CONSTRUCTED
 source = linked_selectbox(
     col_input,
     t("recurrent.controls.source"),
@@ -158,6 +178,7 @@ source = linked_selectbox(
     "sentence",
     key="rc_source",
     format_func=lambda s: t(f"recurrent.source.{s}"),
+    disabled=weights != CONSTRUCTED,
 )
 length = linked_slider(
     col_input,
@@ -166,16 +187,28 @@ length = linked_slider(
     gf.MAX_T,
     64,
     key="rc_length",
-    disabled=source != "synthetic",
+    disabled=source != "synthetic" or weights != CONSTRUCTED,
 )
 before_end = linked_slider(
     col_input, t("recurrent.controls.before_end"), 0, gf.MAX_T - 1, 0, key="rc_before"
 )
+constructing = {"disabled": weights != CONSTRUCTED}
 radius = linked_slider(
-    col_matrix, t("recurrent.controls.radius"), *gf.RADIUS_RANGE, 1.0, key="rc_radius", step=0.05
+    col_matrix,
+    t("recurrent.controls.radius"),
+    *gf.RADIUS_RANGE,
+    1.0,
+    key="rc_radius",
+    step=0.05,
+    **constructing,
 )
 activation = linked_selectbox(
-    col_matrix, t("recurrent.controls.activation"), ACTIVATIONS, "tanh", key="rc_act"
+    col_matrix,
+    t("recurrent.controls.activation"),
+    ACTIVATIONS,
+    "tanh",
+    key="rc_act",
+    **constructing,
 )
 init = linked_selectbox(
     col_matrix,
@@ -184,12 +217,24 @@ init = linked_selectbox(
     "random",
     key="rc_init",
     format_func=lambda s: t(f"recurrent.init.{s}"),
+    **constructing,
 )
 num_hiddens = linked_selectbox(
-    col_model, t("recurrent.controls.hidden"), gf.HIDDEN_SIZES, 64, key="rc_hidden"
+    col_model,
+    t("recurrent.controls.hidden"),
+    gf.HIDDEN_SIZES,
+    64,
+    key="rc_hidden",
+    **constructing,
 )
 forget_bias = linked_slider(
-    col_model, t("recurrent.controls.forget"), *gf.FORGET_RANGE, 1.0, key="rc_forget", step=0.5
+    col_model,
+    t("recurrent.controls.forget"),
+    *gf.FORGET_RANGE,
+    1.0,
+    key="rc_forget",
+    step=0.5,
+    **constructing,
 )
 clip = linked_selectbox(
     col_model,
@@ -226,7 +271,24 @@ if s["weights"] != CONSTRUCTED:
     # Trained weights read the task they learned: its first held-out sequence.
     s["task"] = _checkpoint(s["weights"], "rnn").task
     tokens = ts.example(s["task"])[0]
-    st.info(t("recurrent.trained.note", task=" ".join(tokens)))
+    accuracies = {
+        name: _checkpoint(s["weights"], cell).metrics.get("accuracy")
+        for name, cell in (*CELLS.items(), ("Transformer", "transformer"))
+    }
+    st.info(
+        t(
+            "recurrent.trained.which",
+            weights=t(f"recurrent.weights.{s['weights']}")
+            if s["weights"] == ts.SHIPPED_SOURCE
+            else t("recurrent.weights.mine", name=s["weights"]),
+            lag=s["task"].get("lag", "?"),
+            length=s["task"].get("length", "?"),
+            accuracies=", ".join(
+                f"{name} {value:.1%}" for name, value in accuracies.items() if value is not None
+            ),
+        )
+    )
+    st.caption(t("recurrent.trained.note", task=" ".join(tokens)))
 elif settings.source == "sentence":
     encoded = load_tokenizer().encode(sentence.text, MAX_TOKENS)
     setting_notes += tokenization_notes(
@@ -475,7 +537,7 @@ show_chart(
     ),
     data={"step": labels[: tau + 1], "unit": np.arange(units.shape[1]), "grad_H": units},
 )
-st.caption(t("recurrent.units.explain", model=focus, n=settings.num_hiddens))
+st.caption(t("recurrent.units.explain", model=focus, n=units.shape[1]))
 
 # 3. Gates -----------------------------------------------------------------------------------
 st.subheader(t("recurrent.gates.title"))
@@ -490,7 +552,7 @@ with lstm_col:
         ),
         key="rc_gates_lstm",
         summary=means_summary({k: lstm[k] for k in ("I", "F", "O", "C")}),
-        data={"step": labels, "unit": np.arange(settings.num_hiddens)}
+        data={"step": labels, "unit": np.arange(lstm["F"].shape[1])}
         | {k: lstm[k] for k in ("I", "F", "O", "C")},
     )
 with gru_col:
@@ -499,17 +561,29 @@ with gru_col:
         gates_figure({k: gru[k] for k in ("Z", "R", "H")}, labels, title=t("recurrent.gates.gru")),
         key="rc_gates_gru",
         summary=means_summary({k: gru[k] for k in ("Z", "R", "H")}),
-        data={"step": labels, "unit": np.arange(settings.num_hiddens)}
+        data={"step": labels, "unit": np.arange(gru["Z"].shape[1])}
         | {k: gru[k] for k in ("Z", "R", "H")},
     )
 forget_mean = float(np.nanmean(np.where(np.isfinite(lstm["F"]), lstm["F"], np.nan)))
-st.caption(
-    t(
-        "recurrent.gates.explain",
+n_units = lstm["F"].shape[1]
+gate_text = t(
+    "recurrent.gates.explain",
+    forget=forget_mean,
+    bias=settings.forget_bias,
+    shown=min(32, n_units),
+    n=n_units,
+    z=float(np.nanmean(gru["Z"])),
+)
+if s["weights"] != CONSTRUCTED:
+    # A latched unit keeps its cell: its forget gate stays open at every step.
+    latched = int((np.nan_to_num(lstm["F"]) > LATCHED).all(axis=0).sum())
+    gate_text = t(
+        "recurrent.gates.trained",
         forget=forget_mean,
-        bias=settings.forget_bias,
-        shown=min(32, settings.num_hiddens),
-        n=settings.num_hiddens,
+        latched=latched,
+        n=n_units,
+        level=LATCHED,
+        shown=min(32, n_units),
         z=float(np.nanmean(gru["Z"])),
     )
-)
+st.caption(gate_text)

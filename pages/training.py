@@ -16,6 +16,7 @@ from components.training import (
     perplexity_colors,
 )
 from components.widgets import (
+    VISITOR_FROM_LINK,
     linked_multiselect,
     linked_selectbox,
     linked_slider,
@@ -25,6 +26,7 @@ from components.widgets import (
     sentence_or_stop,
     show_chart,
     visitor_id,
+    visitor_link,
 )
 from models import jobs
 from models.probes import circuit
@@ -204,6 +206,12 @@ st.caption(
         hours=store.max_age / 3600,
     )
 )
+if not mine and st.session_state.get(VISITOR_FROM_LINK):
+    st.info(t("training.key.empty", hours=store.max_age / 3600))
+# Folded away: a page on a projector must not show the class this visitor's key.
+with st.expander(t("training.key.title")):
+    st.caption(t("training.key.explain"))
+    st.code(visitor_link("training"), language=None)
 
 # Measured: accuracy against lag on the copy task -------------------------------------------
 st.subheader(t("training.lag.title"))

@@ -7,12 +7,15 @@ import json
 
 import numpy as np
 import pytest
-from conftest import chart, chart_specs, messages, open_lesson, texts
+from conftest import chart, chart_specs, messages, open_lesson, plotly_array, texts
 
 from models.masks import KINDS, STEPS
 
 SENTENCE = "the cat sat on the mat because it was warm"  # 10 tokens
 SECOND = "我爱你"  # 3 tokens
+# These tests check the masks' mechanics on word tokens: on the lesson's random model
+# (trained weights: tests/app/test_trained_weights.py).
+RANDOM = "random"
 STEP_CHARTS = [f"mask_step_{step}" for step in STEPS]
 
 LAB_CHARTS = [
@@ -43,7 +46,9 @@ def _values(array) -> np.ndarray:
 
 
 def _grid(z) -> np.ndarray:
-    """A heatmap's z as sent, None (an empty cell) as NaN."""
+    """A heatmap's z as sent (binary, or lists with None for an empty cell, as NaN)."""
+    if isinstance(z, dict):
+        return plotly_array(z).astype(float)
     return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
 
 
@@ -53,7 +58,9 @@ def _chart_keys(at) -> set[str]:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_mask_kind_draws_every_step_and_masks_exactly_what_it_should(kind):
-    at = open_lesson("masks", SENTENCE, mask_kind=kind, second=SECOND, mask_window="1")
+    at = open_lesson(
+        "masks", SENTENCE, mask_weights=RANDOM, mask_kind=kind, second=SECOND, mask_window="1"
+    )
     _no_failure(at)
     assert set(STEP_CHARTS) | set(LAB_CHARTS) == _chart_keys(at)
     assert all(
@@ -87,7 +94,7 @@ def test_every_mask_kind_draws_every_step_and_masks_exactly_what_it_should(kind)
 
 
 def test_padding_draws_the_batch_and_says_the_pad_rows_see_nothing():
-    at = open_lesson("masks", SENTENCE, mask_kind="padding", second=SECOND)
+    at = open_lesson("masks", SENTENCE, mask_weights=RANDOM, mask_kind="padding", second=SECOND)
     _no_failure(at)
     batch = "\n".join([SENTENCE.replace(" ", " · "), "我 · 爱 · 你" + " · [PAD]" * 7])
     assert batch in texts(at)
@@ -97,7 +104,7 @@ def test_padding_draws_the_batch_and_says_the_pad_rows_see_nothing():
 
 
 def test_cross_attention_queries_the_sentence_and_keys_the_second_one():
-    at = open_lesson("masks", SENTENCE, mask_kind="cross", second=SECOND)
+    at = open_lesson("masks", SENTENCE, mask_weights=RANDOM, mask_kind="cross", second=SECOND)
     _no_failure(at)
     scores = chart(at, "mask_step_qk")["data"][0]
     assert scores["x"] == ["0:我", "1:爱", "2:你"]
@@ -117,7 +124,7 @@ def test_the_leakage_chart_shows_exact_zeros_before_the_edit_only_with_the_causa
 
 
 def test_an_empty_second_sentence_asks_for_one_and_the_rest_still_draws():
-    at = open_lesson("masks", SENTENCE, mask_kind="cross", second="   ")
+    at = open_lesson("masks", SENTENCE, mask_weights=RANDOM, mask_kind="cross", second="   ")
     _no_failure(at)
     assert any("needs a second sentence" in m for m in messages(at))
     assert "mask_leakage" in _chart_keys(at)
@@ -126,7 +133,7 @@ def test_an_empty_second_sentence_asks_for_one_and_the_rest_still_draws():
 
 def test_a_hostile_second_sentence_is_cleaned_noted_and_escaped():
     hostile = "<b>x</b>\u200b <script>alert(1)</script>"
-    at = open_lesson("masks", SENTENCE, mask_kind="cross", second=hostile)
+    at = open_lesson("masks", SENTENCE, mask_weights=RANDOM, mask_kind="cross", second=hostile)
     _no_failure(at)
     assert any("invisible character" in m for m in messages(at))
     keys = chart(at, "mask_step_qk")["data"][0]["x"]

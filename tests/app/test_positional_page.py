@@ -22,6 +22,9 @@ CHARTS = {
     "pe_order_max",
     "pe_order_tokens",
     "pe_extrapolation",
+    "pe_trained_before",
+    "pe_trained_after",
+    "pe_trained_offset",
 }
 
 

@@ -47,7 +47,7 @@ def _drawn(at) -> set[str]:
 
 
 def test_sentence_draws_every_view_with_token_labels():
-    at = open_lesson("recurrent", "我爱你 and the cat sat")
+    at = open_lesson("recurrent", "我爱你 and the cat sat", rc_weights="constructed")
     _no_failure(at)
     assert _drawn(at) >= CHARTS
     assert all(_all_finite(spec) for spec in chart_specs(at))

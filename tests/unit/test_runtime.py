@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 
 import torch
 
@@ -60,3 +61,47 @@ def test_settle_heap_once_settles_a_name_only_the_first_time(monkeypatch):
     assert runtime.settle_heap_once("heads") is False
     assert runtime.settle_heap_once("positional") is True
     assert len(calls) == 2
+
+
+def _overlapped(name: str) -> bool:
+    """Whether two threads were inside `first_runs_in_turn(name)` at the same time."""
+    inside, release = threading.Event(), threading.Event()
+    second_entered = threading.Event()
+
+    def first():
+        with runtime.first_runs_in_turn(name):
+            inside.set()
+            release.wait(timeout=10)
+
+    def second():
+        inside.wait(timeout=10)
+        with runtime.first_runs_in_turn(name):
+            second_entered.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    overlapped = second_entered.wait(timeout=2)  # bounded wait, not a timing assertion
+    release.set()
+    for thread in threads:
+        thread.join(timeout=10)
+    return overlapped
+
+
+def test_first_runs_take_turns_and_later_runs_go_in_parallel(monkeypatch):
+    monkeypatch.setattr(runtime, "settle_heap", lambda: None)
+    monkeypatch.setattr(runtime, "_settled", set())
+    assert not _overlapped("heads")  # no run of the page has finished yet
+    runtime.settle_heap_once("heads")
+    assert _overlapped("heads")
+    assert not _overlapped("masks")
+
+
+def test_a_failed_first_run_lets_the_next_one_in(monkeypatch):
+    monkeypatch.setattr(runtime, "_settled", set())
+    try:
+        with runtime.first_runs_in_turn("heads"):
+            raise RuntimeError("the page failed")
+    except RuntimeError:
+        pass
+    assert not _overlapped("heads")  # still in turn, and the lock was given back

@@ -8,7 +8,7 @@ import pytest
 
 from models import checkpoints
 from models.task_models import ModelSpec, SequenceModel
-from models.visitor_store import VisitorStore
+from models.visitor_store import VisitorStore, new_visitor, parse_visitor
 
 MODEL = SequenceModel(ModelSpec(kind="rnn", n_in=4, n_out=4, d_model=8)).freeze()
 
@@ -65,3 +65,44 @@ def test_model_names_cannot_leave_the_folder(tmp_path, name):
         store.save(_visitor(), name, MODEL)
     with pytest.raises(checkpoints.CheckpointError):
         store.load(_visitor(), name)
+
+
+def test_a_new_visitor_key_is_32_random_hex_digits():
+    keys = {new_visitor() for _ in range(100)}
+    assert len(keys) == 100
+    assert all(parse_visitor(key) == key and len(key) == 32 for key in keys)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "",
+        "abc",
+        "0" * 31,
+        "0" * 33,
+        "../" + "0" * 29,
+        "0" * 16 + "/" + "0" * 15,
+        "0" * 31 + "g",
+        "0" * 31 + "\x00",
+        "０" * 32,  # full-width digits are not hex digits
+        "0" * 32 + "\n" + "0" * 32,
+    ],
+)
+def test_a_link_s_key_that_is_not_32_hex_digits_is_refused(raw):
+    assert parse_visitor(raw) is None
+
+
+def test_a_link_s_key_is_forgiven_its_case_and_surrounding_spaces(tmp_path):
+    key = new_visitor()
+    assert parse_visitor(f"  {key.upper()} ") == key
+    assert VisitorStore(tmp_path).folder(parse_visitor(key.upper())) == tmp_path / key
+
+
+def test_the_models_of_one_run_share_their_time_stamp(tmp_path):
+    store, visitor = VisitorStore(tmp_path), new_visitor()
+    names = [store.save(visitor, f"copy-lag5-{k}", MODEL, "093000").name for k in ("rnn", "gru")]
+    assert names == ["093000-copy-lag5-rnn", "093000-copy-lag5-gru"]
+    assert store.save(visitor, "copy-lag5-rnn", MODEL, "093000").name == "093000-copy-lag5-rnn-2"
+    for stamp in ("9300", "../../x", "0930001"):
+        with pytest.raises(ValueError):
+            store.save(visitor, "m", MODEL, stamp)

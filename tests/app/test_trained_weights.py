@@ -1,0 +1,244 @@
+"""Trained weights as the lessons' first view, and a visitor's models brought back by a link."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import chart, chart_specs, messages, open_lesson, plotly_array, texts
+
+from components.widgets import load_visitor_store
+from models import checkpoints
+from models import trained_sources as ts
+from models.masks import KINDS, STEPS
+from models.tasks import make_task
+from models.train import CHECKPOINT_DIR
+from models.visitor_store import new_visitor
+
+SENTENCE = "the cat sat on the mat"
+STEP_CHARTS = {f"mask_step_{step}" for step in STEPS}
+RECURRENT_CHARTS = {"rc_distance", "rc_jacobian", "rc_units", "rc_gates_lstm", "rc_gates_gru"}
+
+
+def _metadata(name: str) -> dict:
+    return json.loads((CHECKPOINT_DIR / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def _no_failure(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not any(m.startswith("Something went wrong") for m in messages(at))
+
+
+def _grid(z) -> np.ndarray:
+    """A heatmap's z as sent: base64 when nothing is hidden, else rows with None (NaN)."""
+    if isinstance(z, dict):
+        return plotly_array(z).astype(float)
+    return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
+
+
+def _keys(at) -> set[str]:
+    return {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
+
+
+def _finite(at) -> bool:
+    return all(
+        "NaN" not in json.dumps(s) and "Infinity" not in json.dumps(s) for s in chart_specs(at)
+    )
+
+
+# --- the recurrent lesson ------------------------------------------------------------------
+
+
+def test_recurrent_lesson_opens_on_the_shipped_copy_models_and_says_so():
+    at = open_lesson("recurrent", SENTENCE)
+    _no_failure(at)
+    assert at.selectbox(key="rc_weights").value == ts.SHIPPED_SOURCE
+    assert _keys(at) >= RECURRENT_CHARTS and _finite(at)
+    shown = next(m for m in messages(at) if m.startswith("Shown: Trained on the copy task"))
+    for kind, name in (("rnn", "RNN"), ("lstm", "LSTM"), ("gru", "GRU")):
+        accuracy = _metadata(f"copy-lag20-{kind}")["metrics"]["accuracy"]
+        assert f"{name} {accuracy:.1%}" in shown
+    task = _metadata("copy-lag20-lstm")["task"]
+    assert f"{task['length']} symbols {task['lag']} steps" in shown
+    labels, _ = ts.example(task)
+    assert " · ".join(labels) in texts(at)
+    assert chart(at, "rc_gates_lstm")["data"][0]["x"][0] == f"0:{labels[0]}"
+    assert at.slider(key="rc_radius").disabled and at.selectbox(key="rc_act").disabled
+    gates = next(c for c in at.caption.values if "latch" in c)
+    assert "learned, not set by a control" in gates
+
+
+def test_an_old_recurrent_link_with_construction_settings_keeps_its_constructed_weights():
+    at = open_lesson("recurrent", SENTENCE, rc_radius="0.8", rc_act="relu")
+    _no_failure(at)
+    assert at.selectbox(key="rc_weights").value == "constructed"
+    assert not at.slider(key="rc_radius").disabled and at.slider(key="rc_radius").value == 0.8
+    assert "the · cat · sat · on · the · mat" in texts(at)
+    assert not any(m.startswith("Shown: Trained") for m in messages(at))
+
+
+# --- the masks lesson ----------------------------------------------------------------------
+
+
+def test_masks_lesson_opens_on_the_trained_induction_model_and_names_its_heads():
+    at = open_lesson("masks", SENTENCE)
+    _no_failure(at)
+    assert at.selectbox(key="mask_weights").value == ts.SHIPPED_INDUCTION
+    assert _keys(at) >= STEP_CHARTS and _finite(at)
+    meta = _metadata(ts.SHIPPED_INDUCTION)
+    about = next(m for m in messages(at) if m.startswith("Shown: a causal Transformer"))
+    assert f"{meta['metrics']['accuracy']:.1%}" in about
+    assert f"trained for {meta['training']['steps']} steps" in about
+    labels, _ = ts.example(meta["task"])
+    assert " · ".join(labels) in texts(at)
+    assert len(_grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])) == len(labels)
+    roles = next(c for c in at.caption.values if "strongest induction head" in c)
+    assert "previous-token head" in roles
+    # One click shows the strongest induction head, whose weights follow the repeat.
+    at.button(key="mask_jump").click().run()
+    _no_failure(at)
+    layer, head = at.slider(key="mask_layer").value, at.slider(key="mask_head").value
+    assert f"layer {layer}, head {head}" in roles
+    half = meta["task"]["half"]
+    weights = _grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])
+    repeat = np.arange(half, 2 * half)
+    assert np.mean(weights[repeat, repeat - half + 1]) > 0.3
+
+
+def test_the_language_model_reads_the_sentence_character_by_character():
+    at = open_lesson("masks", SENTENCE, mask_weights=ts.SHIPPED_LM)
+    _no_failure(at)
+    lm = _metadata(ts.SHIPPED_LM)
+    assert any(f"{lm['metrics']['accuracy']:.1%}" in m for m in messages(at))
+    assert " · ".join("the␣cat␣sat␣on␣the␣mat") in texts(at)
+    pattern = chart(at, "mask_step_hook_pattern")["data"][0]
+    assert pattern["x"][:4] == ["0:t", "1:h", "2:e", "3:␣"]
+    at = open_lesson("masks", "😀🙂", mask_weights=ts.SHIPPED_LM)
+    _no_failure(at)
+    assert any("nothing to read" in m for m in messages(at))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_mask_kind_runs_on_the_trained_weights(kind):
+    at = open_lesson(
+        "masks",
+        SENTENCE,
+        mask_weights=ts.SHIPPED_LM,
+        mask_kind=kind,
+        second="a cat",
+        mask_window="2",
+    )
+    _no_failure(at)
+    assert _keys(at) >= STEP_CHARTS and _finite(at)
+    grid = _grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])
+    if kind == "cross":  # the shipped translator on its own example
+        source, decoder, words, numerals = ts.translation_example(make_task("numbers").config())
+        assert grid.shape == (len(decoder), len(source))
+        assert " ".join(words) + "  →  " + " ".join(numerals) in texts(at)
+        assert any("English number words into Chinese numerals" in m for m in messages(at))
+        return
+    n = len(SENTENCE)
+    assert grid.shape == (n, n)
+    seeing = ~np.isnan(grid).all(axis=1)
+    np.testing.assert_allclose(np.nansum(grid, axis=1)[seeing], 1.0, atol=1e-5)
+    if kind == "none":
+        assert not np.isnan(grid).any()  # the trained causal model follows the lesson's mask
+    if kind == "padding":
+        assert np.isnan(grid[5:]).all()  # "a cat" has 5 characters
+
+
+def test_random_weights_stay_selectable_and_a_bad_weights_value_is_noted():
+    at = open_lesson("masks", SENTENCE, mask_weights="random")
+    _no_failure(at)
+    assert any(c.startswith("Shown: random, untrained weights") for c in at.caption.values)
+    assert chart(at, "mask_step_hook_pattern")["data"][0]["x"][:2] == ["0:the", "1:cat"]
+    at = open_lesson("masks", SENTENCE, mask_weights="../../etc/passwd")
+    _no_failure(at)
+    assert at.selectbox(key="mask_weights").value == ts.SHIPPED_INDUCTION
+    assert any(m.startswith("The link") for m in messages(at))
+
+
+# --- the positional lesson -------------------------------------------------------------------
+
+
+def test_positional_lesson_shows_what_the_trained_model_does_with_position_alone():
+    at = open_lesson("positional", SENTENCE, pe_trained_head="2")
+    _no_failure(at)
+    assert {"pe_trained_before", "pe_trained_after", "pe_trained_offset"} <= _keys(at)
+    meta = _metadata(ts.SHIPPED_INDUCTION)
+    assert any(f"{meta['metrics']['accuracy']:.1%}" in m for m in messages(at))
+    trained = checkpoints.load(CHECKPOINT_DIR / ts.SHIPPED_INDUCTION).model
+    n = meta["model"]["n_ctx"]
+    for when, model in (("after", trained), ("before", ts.untrained(trained))):
+        drawn = plotly_array(chart(at, f"pe_trained_{when}")["data"][0]["z"]).reshape(n, n)
+        expected = ts.positional_attention(model.core)[2]
+        np.testing.assert_allclose(np.nan_to_num(drawn), expected, atol=1e-6)
+    lines = chart(at, "pe_trained_offset")["data"]
+    assert [line["name"] for line in lines] == [
+        f"head {h}" for h in range(meta["model"]["n_heads"])
+    ]
+
+
+# --- a visitor's models, brought back by a link ---------------------------------------------
+
+
+@pytest.fixture
+def saved_visitor():
+    """A visitor key with a Transformer and a copy run of four models saved under it."""
+    store, key = load_visitor_store(), new_visitor()
+    lm = checkpoints.load(CHECKPOINT_DIR / ts.SHIPPED_LM)
+    names = [store.save(key, "lm-transformer", lm.model, task=lm.task, metrics=lm.metrics).name]
+    for kind in ts.KINDS:
+        copy = checkpoints.load(CHECKPOINT_DIR / f"copy-lag20-{kind}")
+        stem = store.save(
+            key, f"copy-lag20-{kind}", copy.model, "120000", task=copy.task, metrics=copy.metrics
+        )
+        names.append(stem.name)
+    yield key, names
+    for model in store.list(key):
+        store._delete(model.stem)
+
+
+def test_a_link_with_the_visitor_key_brings_the_models_back_in_a_new_session(saved_visitor):
+    key, names = saved_visitor
+    at = open_lesson("training", visitor=key)
+    _no_failure(at)
+    assert at.session_state["visitor_id"] == key
+    listed = at.dataframe[0].value.iloc[:, 0].tolist()
+    assert sorted(listed) == sorted(names)
+    assert any(f"visitor={key}" in code.value for code in at.code)
+    assert "visitor" not in at.query_params  # out of the address bar: not passed on by copying
+
+    at = open_lesson("masks", SENTENCE, visitor=key, mask_weights=names[0])
+    _no_failure(at)
+    assert at.selectbox(key="mask_weights").value == names[0]
+    assert any(m.startswith("Shown: a causal Transformer") for m in messages(at))
+    assert _keys(at) >= STEP_CHARTS
+
+    run = names[1].rsplit("-", 1)[0]
+    at = open_lesson("recurrent", SENTENCE, visitor=key, rc_weights=run)
+    _no_failure(at)
+    assert at.selectbox(key="rc_weights").value == run
+    assert any(m.startswith(f"Shown: Your run {run}") for m in messages(at))
+
+
+def test_without_the_key_another_visitor_cannot_reach_those_models(saved_visitor):
+    _, names = saved_visitor
+    at = open_lesson("masks", SENTENCE, mask_weights=names[0])
+    _no_failure(at)
+    assert not any(names[0] in option for option in at.selectbox(key="mask_weights").options)
+    assert at.selectbox(key="mask_weights").value == ts.SHIPPED_INDUCTION
+    assert any(m.startswith("The link") for m in messages(at))
+
+
+@pytest.mark.parametrize("bad", ["abc", "0" * 33, "../../" + "0" * 26, "%2e%2e%2f", "<b>x</b>"])
+def test_a_bad_visitor_key_in_a_link_gives_a_note_not_a_crash(bad):
+    at = open_lesson("training", visitor=bad)
+    _no_failure(at)
+    assert any("visitor key is not valid" in m for m in messages(at))
+    key = at.session_state["visitor_id"]
+    assert len(key) == 32 and key != bad
+    at = open_lesson("positional", SENTENCE, visitor=bad)
+    _no_failure(at)
+    assert any("visitor key is not valid" in m for m in messages(at))
