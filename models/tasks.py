@@ -279,29 +279,36 @@ class Induction(Task):
     def n_ctx(self) -> int:
         return self.length
 
-    def make(self, generator, size, held_out):
-        def draw(g, n):
-            # A random order of all symbols: the segment is its start, filler the rest.
-            return torch.rand(n, self.n_symbols, generator=g).argsort(dim=1)
-
-        # Held out by the segment's first `min_repeat` symbols, which every segment has.
-        order = _split_rows(draw, generator, size, self.n_symbols, held_out, self.min_repeat)
-        n = torch.randint(self.min_repeat, self.max_repeat + 1, (size, 1), generator=generator)
+    def _draw(self, generator: torch.Generator, rows: int) -> torch.Tensor:
+        """Everything random about `rows` sequences, one row each, so that sequence i is the
+        same however many are drawn: a random order of all symbols (the segment is its
+        start, filler comes from the rest), the segment's length, two cuts that place the
+        copies among the filler, and each position's filler pick."""
+        s = self.n_symbols
+        u = torch.rand(rows, s + 3 + self.length, generator=generator)
+        order = u[:, :s].argsort(dim=1)
+        n = self.min_repeat + (u[:, s] * (self.max_repeat - self.min_repeat + 1)).long()
         spare = self.length - 2 * n  # filler positions: before, between and after the copies
-        cuts = (torch.rand(size, 2, generator=generator) * (spare + 1)).long()
+        cuts = (u[:, s + 1 : s + 3] * (spare[:, None] + 1)).long()
+        picks = (u[:, s + 3 :] * (s - n[:, None])).long()
+        return torch.cat([order, n[:, None], cuts, picks], dim=1)
+
+    def make(self, generator, size, held_out):
+        s = self.n_symbols
+        # Held out by the segment's first `min_repeat` symbols, which every segment has.
+        drawn = _split_rows(self._draw, generator, size, s, held_out, self.min_repeat)
+        order, n, cuts, picks = drawn.split([s, 1, 2, self.length], dim=1)
         first = cuts.min(dim=1, keepdim=True).values  # filler before the first copy
         second = cuts.max(dim=1, keepdim=True).values + n  # the gap is max − min
-        pick = (torch.rand(size, self.length, generator=generator) * (self.n_symbols - n)).long()
-        inputs = order.gather(1, n + pick)  # filler: symbols after the segment's
+        inputs = order.gather(1, n + picks)  # filler: symbols after the segment's
         pos = torch.arange(self.length)[None, :]
         for start in (first, second):
             inside = (pos >= start) & (pos < start + n)
-            inputs = torch.where(
-                inside, order.gather(1, (pos - start).clamp(0, self.n_symbols - 1)), inputs
-            )
+            segment = order.gather(1, (pos - start).clamp(0, s - 1))
+            inputs = torch.where(inside, segment, inputs)
         # In the second copy, the next token is known: it followed this one before.
         scored = (pos >= second) & (pos < second + n - 1)
-        follower = order.gather(1, (pos - second + 1).clamp(0, self.n_symbols - 1))
+        follower = order.gather(1, (pos - second + 1).clamp(0, s - 1))
         targets = torch.where(scored, follower, torch.full_like(inputs, IGNORE))
         return Batch(inputs, targets)
 

@@ -115,6 +115,14 @@ def test_no_fixed_distance_or_position_finds_the_previous_occurrence():
             assert max(counts.values()) / sum(counts.values()) < 0.3
 
 
+def test_an_induction_sequence_is_the_same_however_many_are_drawn():
+    """Lessons show held-out sequence number i: it must not depend on the batch size."""
+    task = make_task("induction")
+    few, many = task.held_out(3), task.held_out(40)
+    assert torch.equal(few.inputs, many.inputs[:3])
+    assert torch.equal(few.targets, many.targets[:3])
+
+
 def test_induction_refuses_segments_that_do_not_fit():
     with pytest.raises(ValueError):
         make_task("induction", length=20, max_repeat=12)
