@@ -7,9 +7,12 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from components.palette import BLUE, VERMILLION
+
 _FONT = dict(size=14)
-BEFORE_COLOR = "#4c78a8"
-AFTER_COLOR = "#e45756"
+# Okabe-Ito, as every line and bar chart (tests/unit/test_palette.py checks the pair).
+BEFORE_COLOR = BLUE
+AFTER_COLOR = VERMILLION
 
 
 def next_token_figure(

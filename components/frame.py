@@ -1,11 +1,12 @@
 """The frame every lesson lives in: page setup, the language, navigation, the sentence box.
 
-app.py runs it. A lesson file runs it too when Streamlit starts that file on its
+app.py runs it. A lesson file starts it too when Streamlit starts that file on its
 own, which happens once per server: while no session has yet called st.navigation,
-Streamlit treats pages/ as a legacy page folder and answers a deep link such as
-/heads by running pages/heads.py alone. The lesson then draws the frame, whose
-st.navigation routes the same URL back to the lesson, inside the frame, with the
-sentence from the URL. Every later visit goes straight through app.py.
+Streamlit treats pages/ as a legacy page folder: it answers a deep link such as
+/heads by running pages/heads.py alone, and / by running app.py as that folder's main
+page. Either run draws nothing: it registers the frame's menu, which makes app.py the
+script of every later run, and starts again through app.py, on the same page and with
+the same link (_start_again_through_app). Every later visit goes straight through app.py.
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ import streamlit as st
 
 from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, set_language, t
 from components.lessons import LESSONS
-from components.widgets import SENTENCE_KEY, image_format_choice, sentence_box, show_notes
+from components.widgets import (
+    PRESENTING_KEY,
+    SENTENCE_KEY,
+    image_format_choice,
+    sentence_box,
+    show_notes,
+)
 from models.inputs import Note, parse_choice
 from models.runtime import first_runs_in_turn, settle_heap_once
 
@@ -75,9 +82,11 @@ def language_selector() -> str:
     the menu's page titles included, is then in that language. The label names itself
     in both languages, so either reader finds it on a projected screen.
 
-    A bound control writes its label to the link (?lang=简体中文) and accepts only that;
-    a link written by hand says ?lang=zh. So whenever the control has no value yet (a
-    new session, or a run Streamlit treats as a new page), it gets one before it is
+    The control is not bound to the link by Streamlit: a bound control accepts only its
+    own label (?lang=简体中文) and drops a hand-written ?lang=zh from the address bar as
+    soon as the page loads, so a link copied at once would open in English. The link is
+    kept here instead (see _keep_language_in_link). Whenever the control has no value yet
+    (a new session, or a run Streamlit treats as a new page), it gets one before it is
     drawn: the link's language if the link names one, else the one last drawn.
     """
     current = st.session_state.get(LANGUAGE_KEY)
@@ -97,23 +106,31 @@ def language_selector() -> str:
         default=DEFAULT_LANGUAGE,
         required=True,
         key=LANGUAGE_KEY,
-        bind="query-params",
         label_visibility="collapsed",
         width="content",
     )
-    # An empty ?lang= in a hand-edited link leaves even a required control with nothing
-    # chosen on the first run; the page is then English, and the next click fixes it.
-    # (An st.rerun here would lose a deep link's page on a fresh session.)
     language = set_language(choice)
     st.session_state[_CHOSEN_KEY] = language
+    _keep_language_in_link(language)
     return language
+
+
+def _keep_language_in_link(language: str) -> None:
+    """The link says the language by its code (?lang=zh), whatever spelling it came with.
+
+    Once a link names a language, or the page is in another language than the default,
+    the address bar carries it: a link copied at any moment opens in the same language.
+    """
+    raws = st.query_params.get_all(LANGUAGE_KEY)
+    if (raws or language != DEFAULT_LANGUAGE) and raws != [language]:
+        st.query_params[LANGUAGE_KEY] = language
 
 
 PRESENT_KEY = "present"
 # The toggle's own key, and the last value drawn (kept as the language's is, see
 # language_selector); the link's parameter itself is written by presenter_toggle.
 _PRESENT_TOGGLE = "_present_toggle"
-_PRESENT_CHOSEN = "_present_chosen"
+_PRESENT_CHOSEN = PRESENTING_KEY
 # What a link may say for presenter mode, off then on (compared in lower case).
 PRESENT_WORDS = [["0", "false", "no", "off"], ["1", "true", "yes", "on"]]
 # Style sheets: constant files shipped with the app, never built from anything a visitor
@@ -154,7 +171,40 @@ def presenter_toggle() -> tuple[bool, Note | None]:
     return present, note
 
 
+def _menu() -> list:
+    """Home and every lesson, titled in the current language."""
+    home = st.Page("pages/home.py", title=t("nav.home"), icon="🏠", default=True)
+    return [home] + [
+        st.Page(lesson.file, title=t(lesson.title_key), url_path=lesson.url_path, icon=lesson.icon)
+        for lesson in LESSONS
+    ]
+
+
+def _started_as_a_legacy_page() -> bool:
+    """Whether Streamlit runs this script as one page of a legacy pages/ folder, as it
+    does until some session on this server has called st.navigation (see the module's
+    docstring): app.py then runs as that folder's main page, a lesson file on its own."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    return bool(PagesManager.uses_pages_directory)
+
+
+def _start_again_through_app() -> None:
+    """Register the menu, which makes app.py the script of every later run, and start this
+    run again there, on the page the menu resolved the URL to, with the link as it came.
+
+    Nothing is drawn before: Streamlit ties a control's identity, and its binding to the
+    link, to the script that draws it. Controls drawn in a legacy page's run would be
+    taken for other controls by the next run, through app.py, and reset there: the
+    link's presenter mode, language and sentence would be lost at the first change.
+    """
+    st.navigation(_menu(), position="hidden")
+    st.rerun()
+
+
 def run_app() -> None:
+    if _started_as_a_legacy_page():
+        _start_again_through_app()
     st.set_page_config(page_title="SeqLens", page_icon="🔭", layout="wide")
     st.html(LAYOUT_CSS)
     # The title and, at its right, the language control, drawn first (see language_selector);
@@ -168,12 +218,7 @@ def run_app() -> None:
     # Streamlit's own switches for the rest: the menu moves to the top bar, the sidebar
     # (which then holds only the image-format choice) starts collapsed.
     st.set_page_config(initial_sidebar_state="collapsed" if present else "auto")
-    home = st.Page("pages/home.py", title=t("nav.home"), icon="🏠", default=True)
-    lessons = [
-        st.Page(lesson.file, title=t(lesson.title_key), url_path=lesson.url_path, icon=lesson.icon)
-        for lesson in LESSONS
-    ]
-    page = st.navigation([home, *lessons], position="top" if present else "sidebar")
+    page = st.navigation(_menu(), position="top" if present else "sidebar")
     heading.title(t("app.title"))
     heading.caption(t("app.tagline"))
     sentence_box(page.url_path)
@@ -194,7 +239,6 @@ def run_app() -> None:
 
 
 def enter_lesson() -> None:
-    """First line of every lesson: when Streamlit ran the file alone, draw the frame instead."""
+    """First line of every lesson: when Streamlit ran the file alone, start again in the frame."""
     if not inside_frame():
-        run_app()
-        st.stop()
+        _start_again_through_app()

@@ -4,30 +4,40 @@ models/lineage.py, in the current language. No st.*, no torch: measurements in, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from components.i18n import t
-from components.lessons import LESSONS
+from components.lessons import LESSONS, Lesson
 from components.summaries import number
 
 COLUMNS = ("depth", "seconds", "reach", "sees_later", "memory")
-# Where each architecture is taught, in order of preference: the first lesson that exists.
-LESSON_FOR = {
-    "ngram": (),
-    "rnn": ("recurrent",),
-    "lstm": ("recurrent",),
-    "rnn_attention": ("heads",),
-    "encoder": ("positional", "heads"),
-    "decoder": ("masks", "positional"),
+# Where each architecture is taught, in order of preference: the first lesson that exists,
+# with the link parameters (the lesson's own control keys) that open the part about it.
+LESSON_FOR: dict[str, tuple[tuple[str, Mapping[str, str]], ...]] = {
+    # The n-gram baseline sits beside the language models of the training lab's
+    # language-modelling task; the link chooses that task.
+    "ngram": (("training", {"tr_task": "lm"}),),
+    "rnn": (("recurrent", {}),),
+    "lstm": (("recurrent", {}),),
+    "rnn_attention": (("heads", {}),),
+    "encoder": (("positional", {}), ("heads", {})),
+    "decoder": (("masks", {}), ("positional", {})),
 }
 
 
-def lesson_for(architecture: str):
-    """The lesson that teaches this architecture, or None."""
+@dataclass(frozen=True)
+class LessonLink:
+    lesson: Lesson
+    query: Mapping[str, str] = field(default_factory=dict)
+
+
+def lesson_for(architecture: str) -> LessonLink | None:
+    """Where this architecture is taught (the lesson and the link's parameters), or None."""
     by_path = {lesson.url_path: lesson for lesson in LESSONS}
-    for path in LESSON_FOR.get(architecture, ()):
+    for path, query in LESSON_FOR.get(architecture, ()):
         if path in by_path:
-            return by_path[path]
+            return LessonLink(by_path[path], dict(query))
     return None
 
 

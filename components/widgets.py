@@ -17,6 +17,7 @@ import streamlit as st
 from components.export import to_csv, to_json
 from components.i18n import LANGUAGES, t, using_language
 from components.labels import markdown_literal
+from components.projector import for_projector
 from models.inputs import (
     Note,
     PreparedText,
@@ -214,6 +215,9 @@ def linked_multiselect(
     return value
 
 
+# Whether this run is in presenter mode: set by the frame before the page draws
+# (components/frame.py, presenter_toggle).
+PRESENTING_KEY = "_present_chosen"
 IMAGE_FORMAT_KEY = "image_format"
 IMAGE_FORMATS = ("png", "svg")
 
@@ -243,7 +247,10 @@ def show_chart(fig, key: str, *, summary: str | None = None, data: dict | None =
     `summary` is computed by the page from the numbers drawn (screen readers read it,
     and it stays legible on a projector); it may quote the visitor's tokens, so it is
     written as literal text. `data` is only turned into files when a button is clicked.
+    In presenter mode the chart is drawn for a projector (components/projector.py).
     """
+    if st.session_state.get(PRESENTING_KEY):
+        fig = for_projector(fig.to_plotly_json())
     st.plotly_chart(fig, config=chart_config(), key=key, theme=None)
     if summary is None and data is None:
         return

@@ -36,13 +36,18 @@ with st.container(key="lineage_table"):
     for row in measured:
         row_cells = cells(row)
         first, *rest = st.columns(widths, vertical_alignment="center")
-        lesson = lesson_for(row.architecture)
+        link = lesson_for(row.architecture)
         name = t(f"home.row.{row.architecture}")
-        if lesson is None:
+        if link is None:
             first.markdown(name)
             first.caption(t("home.table.no_lesson"))
         else:
-            first.page_link(lesson.file, label=name, icon=lesson.icon)
+            first.page_link(
+                link.lesson.file,
+                label=name,
+                icon=link.lesson.icon,
+                query_params=link.query or None,
+            )
         for column, key in zip(rest, COLUMNS, strict=True):
             column.markdown(row_cells[key])
 st.caption(t("home.table_explain"))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs
+
 import pytest
-from conftest import open_home
+from conftest import chart, open_home, open_lesson
 from streamlit.testing.v1 import AppTest
 
 import components.widgets as widgets
@@ -56,8 +58,23 @@ def test_the_real_table_matches_the_measurements_and_links_each_row_to_its_lesso
     english = strings("en")
     links = row_links(at)
     for architecture in ARCHITECTURES:
-        if lesson_for(architecture) is not None:
-            assert english[f"home.row.{architecture}"] in links, architecture
+        assert lesson_for(architecture) is not None, architecture  # every lesson exists
+        assert english[f"home.row.{architecture}"] in links, architecture
+
+
+def test_the_ngram_row_opens_the_training_lab_on_the_language_modelling_task():
+    """The n-gram baseline is shown beside the language models it is measured against."""
+    at = open_home()
+    label = strings("en")["home.row.ngram"]
+    (link,) = [el.proto for el in at.get("page_link") if el.proto.label == label]
+    assert link.page.strip("/") == "training"
+    query = {key: values[-1] for key, values in parse_qs(link.query_string).items()}
+    assert query == {"tr_task": "lm"}
+    # The link's parameters, opened as a visitor's click opens them, choose that task.
+    lab = open_lesson("training", **query)
+    assert not lab.exception, [e.value for e in lab.exception]
+    assert lab.session_state["tr_task"] == "lm"
+    assert chart(lab, "tr_perplexity")["data"]  # the n-gram baseline beside the models
 
 
 def test_the_story_names_every_stage_in_chinese():

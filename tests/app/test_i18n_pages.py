@@ -183,6 +183,28 @@ def test_an_unknown_language_in_the_link_gives_english(code):
     assert [h.value for h in at.header] == [EN["home.title"]]
 
 
+def language_in_link(at: AppTest) -> str | None:
+    value = at.query_params.get("lang")
+    return value[-1] if isinstance(value, list) else value
+
+
+@pytest.mark.parametrize("code", ["zh", "ZH", "zh-CN", "简体中文"])
+def test_the_link_keeps_the_language_under_its_code(code):
+    """A link copied the moment the page has loaded opens in the same language."""
+    at = open_home(lang=code)
+    assert language_in_link(at) == "zh"
+
+
+def test_choosing_a_language_writes_it_into_the_link():
+    at = open_lesson("heads", "The cat sat on the mat")
+    assert language_in_link(at) is None  # English, the default: nothing to say
+    at.segmented_control(key="lang").set_value("zh").run()
+    assert language_in_link(at) == "zh"
+    with as_drawn(at):
+        at.segmented_control(key="lang").set_value("en").run()
+    assert language_in_link(at) == "en"
+
+
 def test_an_empty_language_in_the_link_gives_english():
     """?lang= leaves the control with nothing chosen (Streamlit seeds it empty); the
     page is English and stays usable."""

@@ -11,6 +11,7 @@ from conftest import chart_specs, messages, open_home, open_lesson
 from streamlit.testing.v1 import AppTest
 
 from components.frame import LAYOUT_CSS, PRESENTER_CSS
+from components.projector import SCALE
 
 TOGGLE = "_present_toggle"
 PRESENTER_RULE = PRESENTER_CSS.read_text(encoding="utf-8").split("*/")[0]
@@ -56,12 +57,25 @@ def test_without_a_link_the_page_is_normal_and_the_layout_sheet_is_always_there(
     assert any(layout in body for body in style_sheets(at))
 
 
+def heights_and_fonts(at: AppTest) -> list[tuple[float, float]]:
+    return [
+        (spec["layout"]["height"], spec["layout"].get("font", {}).get("size", 12))
+        for spec in chart_specs(at)
+    ]
+
+
 def test_every_lesson_draws_in_presenter_mode_and_switches_back(lesson_path):
+    """Charts are drawn for the projector, half as large again (components/projector.py),
+    and back to their own size after."""
     at = open_lesson(lesson_path, "The cat sat on the mat")
+    normal = heights_and_fonts(at)
     at.toggle(key=TOGGLE).set_value(True).run()
     assert not at.exception, [e.value for e in at.exception]
     assert presenting(at)
-    assert chart_specs(at)
+    projected = heights_and_fonts(at)
+    assert len(projected) == len(normal) > 0
+    for (height, font), (big_height, big_font) in zip(normal, projected, strict=True):
+        assert big_height == round(height * SCALE) and big_font == font * SCALE
     at.toggle(key=TOGGLE).set_value(False).run()
     assert not presenting(at)
-    assert chart_specs(at)
+    assert heights_and_fonts(at) == normal

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from plotly.colors import qualitative
 
+from components.ablation import next_token_figure, token_similarity_figure
 from components.palette import CATEGORICAL, weights_to_rgb
 from components.positional import SCHEME_COLORS
 from components.recurrent import MODEL_COLORS
@@ -31,6 +32,19 @@ DEFICIENCIES = {
         [0.004733, 0.691367, 0.303900],
     ],
 }
+
+
+def drawn_colours(*figures) -> list[str]:
+    """The bar and line colours the figures draw, each once, in order."""
+    return list(dict.fromkeys(trace.marker.color for fig in figures for trace in fig.data))
+
+
+# Read off the figures the heads lesson draws when heads are switched off, so a colour
+# changed in the builder is checked without touching this list.
+ABLATION_COLOURS = drawn_colours(
+    next_token_figure(["a", "b"], np.array([0.6, 0.4]), np.array([0.5, 0.5]), "on", "off", "p"),
+    token_similarity_figure(["a", "b"], np.array([1.0, 0.9]), "cosine"),
+)
 # CIE76 colour difference below which two chart colours are easily confused.
 MIN_DELTA_E = 15.0
 
@@ -58,11 +72,21 @@ def closest_pair(colours, deficiency: str) -> float:
 @pytest.mark.parametrize("deficiency", DEFICIENCIES)
 @pytest.mark.parametrize(
     "colours",
-    [list(SCHEME_COLORS.values()), list(MODEL_COLORS.values()), list(CATEGORICAL[:5])],
-    ids=["schemes", "models", "categorical"],
+    [
+        list(SCHEME_COLORS.values()),
+        list(MODEL_COLORS.values()),
+        list(CATEGORICAL[:5]),
+        ABLATION_COLOURS,
+    ],
+    ids=["schemes", "models", "categorical", "ablation"],
 )
 def test_chart_colours_stay_apart_with_colour_blindness(colours, deficiency):
     assert closest_pair(colours, deficiency) >= MIN_DELTA_E
+
+
+def test_the_ablation_figures_draw_two_colours_both_checked():
+    """Heads on and heads off: two bars side by side, the only pair the reader compares."""
+    assert len(ABLATION_COLOURS) == 2, ABLATION_COLOURS
 
 
 def test_the_check_rejects_plotlys_default_red_and_green():

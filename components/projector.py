@@ -1,0 +1,66 @@
+"""Charts for a projector: the same figure, its text and its height half as large again.
+
+Presenter mode enlarges charts through the figure itself rather than by scaling the page
+under it (CSS zoom or transform): plotly reads the pointer's position unscaled, so on a
+scaled chart the hover label and a drag-zoom land on other cells than the ones under
+the pointer. Plain data in, plain data out; no st.*.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCALE = 1.5
+# Plotly's own defaults, used where a figure leaves a size unset.
+DEFAULT_FONT_SIZE = 12
+DEFAULT_HOVER_FONT_SIZE = 13
+DEFAULT_HEIGHT = 450
+
+
+def for_projector(figure: dict, scale: float = SCALE) -> dict:
+    """A copy of `figure` (as `fig.to_plotly_json()` gives it) with every font size, the
+    height and the margins multiplied by `scale`; the data unchanged."""
+    scaled = {
+        "data": [_scaled_fonts(trace, scale) for trace in figure.get("data", [])],
+        "layout": _scaled_fonts(figure.get("layout", {}), scale),
+    }
+    layout = scaled["layout"]
+    # Sizes left unset take plotly's defaults, enlarged too.
+    layout["font"] = {"size": DEFAULT_FONT_SIZE * scale, **layout.get("font", {})}
+    hover = layout.get("hoverlabel", {})
+    hover_font = {"size": DEFAULT_HOVER_FONT_SIZE * scale, **hover.get("font", {})}
+    layout["hoverlabel"] = {**hover, "font": hover_font}
+    layout["height"] = round((layout.get("height") or DEFAULT_HEIGHT) * scale)
+    if "margin" in layout:
+        layout["margin"] = {
+            side: value * scale if side in "lrtb" and _is_number(value) else value
+            for side, value in layout["margin"].items()
+        }
+    return {**figure, **scaled}
+
+
+def _scaled_fonts(node: Any, scale: float) -> Any:
+    """`node` with the size of every font in it (font, tickfont, textfont, title.font …)
+    scaled; dicts and lists of dicts are copied, arrays and other values shared."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key.endswith("font") and isinstance(value, dict) and "size" in value:
+                value = {**value, "size": _times(value["size"], scale)}
+            out[key] = _scaled_fonts(value, scale)
+        return out
+    if isinstance(node, list) and any(isinstance(item, dict) for item in node):
+        return [_scaled_fonts(item, scale) for item in node]
+    return node
+
+
+def _times(size: Any, scale: float) -> Any:
+    if _is_number(size):
+        return size * scale
+    if isinstance(size, (list, tuple)):
+        return [s * scale if _is_number(s) else s for s in size]
+    return size
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
