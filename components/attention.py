@@ -160,7 +160,7 @@ def head_heatmap(
         zmax=1.0,
         colorscale=ATTENTION_COLORSCALE,
         colorbar=dict(title=weight_title, thickness=12),
-        hovertemplate="%{y} → %{x}<br>weight %{z:.4f}<extra></extra>",
+        hovertemplate=f"%{{y}} → %{{x}}<br>{weight_title} %{{z:.4f}}<extra></extra>",
         xgap=1 if n <= 40 else 0,
         ygap=1 if n <= 40 else 0,
     )
@@ -214,7 +214,7 @@ def token_focus_figure(
         zmax=1.0,
         colorscale=ATTENTION_COLORSCALE,
         colorbar=dict(title=weight_title, thickness=12),
-        hovertemplate="%{y} → %{x}<br>weight %{z:.4f}<extra></extra>",
+        hovertemplate=f"%{{y}} → %{{x}}<br>{weight_title} %{{z:.4f}}<extra></extra>",
     )
     layout = dict(
         title=title,
@@ -228,22 +228,37 @@ def token_focus_figure(
     return go.Figure(data=[heatmap], layout=layout)
 
 
+# The per-head statistics: at most two grids side by side, so that each cell of a
+# twelve-head row is wide enough for its number (four in a row left ~12 px a cell).
+SUMMARY_COLUMNS = 2
+SUMMARY_PANEL_PX = 240
+SUMMARY_TITLE_PX = 40  # above each grid
+SUMMARY_TICKS_PX = 30  # below it: the head labels
+
+
 def head_summary_figure(
     stats: dict[str, np.ndarray], titles: dict[str, str], formats: dict[str, str]
 ) -> go.Figure:
-    """One small layer × head grid per statistic, side by side (laid out by hand: plotly's
+    """One layer × head grid per statistic, two to a row (laid out by hand: plotly's
     make_subplots took longer than the rest of the figure)."""
     names = list(stats)
     count = len(names)
+    columns = min(count, SUMMARY_COLUMNS)
+    rows = -(-count // columns)
     spacing = 0.06
-    width = (1 - spacing * (count - 1)) / count
-    traces, layout = [], dict(height=330, margin=dict(l=10, r=10, t=60, b=10), font=_FONT)
+    width = (1 - spacing * (columns - 1)) / columns
+    row_px = SUMMARY_TITLE_PX + SUMMARY_PANEL_PX + SUMMARY_TICKS_PX
+    plot_px = rows * row_px
+    traces, layout = [], dict(height=plot_px + 20, margin=dict(l=10, r=10, t=10, b=10), font=_FONT)
     annotations = []
     for i, name in enumerate(names):
         values = stats[name]
         n_layers, n_heads = values.shape
         suffix = "" if i == 0 else str(i + 1)
-        left = i * (width + spacing)
+        row, column = divmod(i, columns)
+        left = column * (width + spacing)
+        top = 1 - (row * row_px + SUMMARY_TITLE_PX) / plot_px
+        bottom = top - SUMMARY_PANEL_PX / plot_px
         traces.append(
             go.Heatmap(
                 z=values,
@@ -256,17 +271,22 @@ def head_summary_figure(
                 hovertemplate=f"%{{y}} %{{x}}<br>{titles[name]}: %{{z:{formats[name]}}}"
                 "<extra></extra>",
                 texttemplate=f"%{{z:{formats[name]}}}",
-                textfont=dict(size=9),
+                textfont=dict(size=11),
                 name=name,
             )
         )
         layout[f"xaxis{suffix}"] = dict(domain=[left, left + width], anchor=f"y{suffix}")
-        layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", autorange="reversed", automargin=True)
+        layout[f"yaxis{suffix}"] = dict(
+            domain=[max(bottom, 0.0), top],
+            anchor=f"x{suffix}",
+            autorange="reversed",
+            automargin=True,
+        )
         annotations.append(
             dict(
                 text=titles[name],
                 x=left + width / 2,
-                y=1.0,
+                y=top,
                 xref="paper",
                 yref="paper",
                 xanchor="center",

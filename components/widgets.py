@@ -209,6 +209,7 @@ def linked_multiselect(
         key=key,
         max_selections=max_selections,
         format_func=kept_labels(options, format_func),
+        placeholder=t("app.choices_placeholder"),  # Streamlit's own is English only
         bind="query-params",
     )
     _show_link_note(key, value)
@@ -258,7 +259,9 @@ def show_chart(fig, key: str, *, summary: str | None = None, data: dict | None =
         if summary is not None:
             st.caption(markdown_literal(summary), width="stretch")
         if data is not None:
-            _data_downloads(key, data)
+            # The two buttons stay together when a long summary wraps.
+            with st.container(horizontal=True, gap="small", width="content"):
+                _data_downloads(key, data)
 
 
 def _data_downloads(key: str, data: dict) -> None:

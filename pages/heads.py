@@ -440,7 +440,7 @@ else:
         on_click=set_state,
         args=({"_every_head_for": measured},),
     )
-    st.caption(t("heads.effect_pending"))
+    st.caption(t("heads.effect_pending", count=n_layers * n_heads))
 
 # --- attention rollout -------------------------------------------------------------------
 st.subheader(t("heads.rollout_title"))

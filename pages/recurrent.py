@@ -575,14 +575,18 @@ gate_text = t(
     z=float(np.nanmean(gru["Z"])),
 )
 if s["weights"] != CONSTRUCTED:
-    # A latched unit keeps its cell: its forget gate stays open at every step.
-    latched = int((np.nan_to_num(lstm["F"]) > LATCHED).all(axis=0).sum())
+    # A latched unit keeps its cell through the wait between reading the symbols and
+    # recalling them: its forget gate stays open at every step of it.
+    wait = slice(int(s["task"].get("length", 0)), int(s["task"].get("lag", n_steps)))
+    latched = int((np.nan_to_num(lstm["F"][wait]) > LATCHED).all(axis=0).sum())
     gate_text = t(
         "recurrent.gates.trained",
         forget=forget_mean,
         latched=latched,
         n=n_units,
         level=LATCHED,
+        start=wait.start,
+        end=wait.stop - 1,
         shown=min(32, n_units),
         z=float(np.nanmean(gru["Z"])),
     )

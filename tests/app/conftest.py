@@ -76,3 +76,10 @@ def plotly_array(value) -> np.ndarray:
             data = data.reshape(shape)
         return data
     return np.asarray(value, dtype=np.float64)
+
+
+def heatmap_grid(z) -> np.ndarray:
+    """A heatmap's z as sent (binary, or lists with None for an empty cell, as NaN)."""
+    if isinstance(z, dict):
+        return plotly_array(z).astype(float)
+    return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)

@@ -35,7 +35,7 @@ def chart_furniture(at) -> dict[str, tuple[str | None, set[str]]]:
         summary, files = None, set()
         below = siblings[index + 1] if index + 1 < len(siblings) else None
         if isinstance(below, Block):
-            for item in below.children.values():
+            for item, _, _ in _walk(below):  # the buttons sit in a block of their own
                 if isinstance(item, Caption):
                     summary = item.value
                 elif isinstance(item, DownloadButton):

@@ -129,6 +129,19 @@ def test_no_element_shows_a_raw_string_key(zh_page):
     assert keys_on_screen == []
 
 
+def test_no_text_shows_a_placeholder_left_unfilled(zh_page):
+    """A string drawn without its parameters shows "{count}" to the class."""
+    _, at = zh_page
+    unfilled = [text for text in shown_texts(at) if re.search(r"\{[a-z_]+\}", text)]
+    assert unfilled == []
+
+
+def test_multiselects_prompt_in_chinese(zh_page):
+    _, at = zh_page
+    for box in at.multiselect:
+        assert box.placeholder == ZH["app.choices_placeholder"], box.key
+
+
 def test_every_heading_caption_message_and_label_is_chinese(zh_page):
     """Each string the page draws through t() is the Chinese one (SeqLens is a name)."""
     _, at = zh_page

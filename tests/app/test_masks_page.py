@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import chart, chart_specs, messages, open_lesson, plotly_array, texts
+from conftest import chart, chart_specs, heatmap_grid, messages, open_lesson, texts
 
 from models.masks import KINDS, STEPS
 
@@ -45,13 +45,6 @@ def _values(array) -> np.ndarray:
     return np.asarray(array)
 
 
-def _grid(z) -> np.ndarray:
-    """A heatmap's z as sent (binary, or lists with None for an empty cell, as NaN)."""
-    if isinstance(z, dict):
-        return plotly_array(z).astype(float)
-    return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
-
-
 def _chart_keys(at) -> set[str]:
     return {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
 
@@ -67,7 +60,7 @@ def test_every_mask_kind_draws_every_step_and_masks_exactly_what_it_should(kind)
         "Infinity" not in json.dumps(s) and "NaN" not in json.dumps(s) for s in chart_specs(at)
     )
     pattern = chart(at, "mask_step_hook_pattern")
-    weights = _grid(pattern["data"][0]["z"])
+    weights = heatmap_grid(pattern["data"][0]["z"])
     n = len(SENTENCE.split())
     expected_shape = {"cross": (n, 3), "padding": (n, n)}.get(kind, (n, n))
     assert weights.shape == expected_shape
@@ -99,7 +92,7 @@ def test_padding_draws_the_batch_and_says_the_pad_rows_see_nothing():
     batch = "\n".join([SENTENCE.replace(" ", " · "), "我 · 爱 · 你" + " · [PAD]" * 7])
     assert batch in texts(at)
     assert any("may look at nothing" in m for m in messages(at))
-    z = _grid(chart(at, "mask_step_hook_z")["data"][0]["z"])
+    z = heatmap_grid(chart(at, "mask_step_hook_z")["data"][0]["z"])
     assert (z[3:] == 0).all() and (np.abs(z[:3]) > 0).any()
 
 

@@ -6,10 +6,11 @@ import json
 
 import numpy as np
 import pytest
-from conftest import chart, chart_specs, messages, open_lesson, plotly_array, texts
+from conftest import chart, chart_specs, heatmap_grid, messages, open_lesson, plotly_array, texts
 
 from components.widgets import load_visitor_store
 from models import checkpoints
+from models import gradient_flow as gf
 from models import trained_sources as ts
 from models.masks import KINDS, STEPS
 from models.probes import previous_occurrence
@@ -29,13 +30,6 @@ def _metadata(name: str) -> dict:
 def _no_failure(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not any(m.startswith("Something went wrong") for m in messages(at))
-
-
-def _grid(z) -> np.ndarray:
-    """A heatmap's z as sent: base64 when nothing is hidden, else rows with None (NaN)."""
-    if isinstance(z, dict):
-        return plotly_array(z).astype(float)
-    return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
 
 
 def _keys(at) -> set[str]:
@@ -68,6 +62,12 @@ def test_recurrent_lesson_opens_on_the_shipped_copy_models_and_says_so():
     assert at.slider(key="rc_radius").disabled and at.selectbox(key="rc_act").disabled
     gates = next(c for c in at.caption.values if "latch" in c)
     assert "learned, not set by a control" in gates
+    # The latched units, counted independently over the wait between symbols and recall.
+    lstm = checkpoints.load(CHECKPOINT_DIR / "copy-lag20-lstm").model
+    _, ids = ts.example(task)
+    flow = gf.recurrent_gradient_flow(lstm.core, ts.inputs_for(lstm, ids), len(ids) - 1)
+    latched = int((flow["F"][task["length"] : task["lag"]] > 0.9).all(axis=0).sum())
+    assert latched > 0 and f"{latched} of its {flow['F'].shape[1]} units" in gates
 
 
 def test_an_old_recurrent_link_with_construction_settings_keeps_its_constructed_weights():
@@ -93,7 +93,7 @@ def test_masks_lesson_opens_on_the_trained_induction_model_and_names_its_heads()
     assert f"trained for {meta['training']['steps']} steps" in about
     labels, _ = ts.example(meta["task"])
     assert " · ".join(labels) in texts(at)
-    assert len(_grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])) == len(labels)
+    assert len(heatmap_grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])) == len(labels)
     roles = next(c for c in at.caption.values if "strongest induction head" in c)
     assert "previous-token head" in roles
     # One click shows the strongest induction head, whose weights follow the repeat.
@@ -105,7 +105,7 @@ def test_masks_lesson_opens_on_the_trained_induction_model_and_names_its_heads()
     _, ids = ts.example(meta["task"])
     repeat = np.flatnonzero(make_task("induction").held_out(1).targets[0] != IGNORE)
     after_previous = previous_occurrence(ids.numpy())[repeat] + 1
-    weights = _grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])
+    weights = heatmap_grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])
     assert np.mean(weights[repeat, after_previous]) > 0.3
 
 
@@ -134,7 +134,7 @@ def test_every_mask_kind_runs_on_the_trained_weights(kind):
     )
     _no_failure(at)
     assert _keys(at) >= STEP_CHARTS and _finite(at)
-    grid = _grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])
+    grid = heatmap_grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])
     if kind == "cross":  # the shipped translator on its own example
         source, decoder, words, numerals = ts.translation_example(make_task("numbers").config())
         assert grid.shape == (len(decoder), len(source))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
 
 import numpy as np
 import pytest
@@ -296,9 +297,24 @@ def test_head_summary_has_one_trace_per_statistic(rng):
         assert list(trace.x) == [f"H{h}" for h in range(n_heads)]
         assert list(trace.y) == [f"L{la}" for la in range(n_layers)]
         assert formats[name] in trace.texttemplate
-    # Each statistic has its own subplot, titled.
+    # Each statistic has its own subplot, titled, two to a row: none overlaps another.
     assert len({trace.xaxis for trace in fig.data}) == len(stats)
     assert [a.text for a in fig.layout.annotations] == [titles[name] for name in stats]
+    boxes = [
+        (fig.layout[f"xaxis{s}"].domain, fig.layout[f"yaxis{s}"].domain)
+        for s in ("", "2", "3", "4")
+    ]
+    assert len({tuple(x) for x, _ in boxes}) == 2  # two columns
+    assert len({tuple(y) for _, y in boxes}) == 2  # two rows
+    for (x1, y1), (x2, y2) in itertools.combinations(boxes, 2):
+        apart_x = x1[1] <= x2[0] or x2[1] <= x1[0]
+        apart_y = y1[1] <= y2[0] or y2[1] <= y1[0]
+        assert apart_x or apart_y
+
+
+def test_a_single_statistic_fills_the_width(rng):
+    fig = head_summary_figure({"kl": rng.random((2, 3))}, {"kl": "KL"}, {"kl": ".3f"})
+    assert tuple(fig.layout.xaxis.domain) == (0.0, 1.0)
 
 
 # --- palette -----------------------------------------------------------------------------
@@ -331,3 +347,14 @@ def test_every_token_is_labelled_up_to_64_tokens_and_thinned_past_it():
         assert (fig.layout.yaxis.dtick == 1) is labelled
         focus = token_focus_figure(np.full((2, 3, n, n), 1.0 / n), 0, labels)
         assert (focus.layout.xaxis.dtick == 1) is labelled
+
+
+def test_hover_labels_name_the_weight_in_the_pages_language():
+    patterns = np.full((1, 1, 3, 3), 1 / 3)
+    labels = ["0:a", "1:b", "2:c"]
+    for fig in (
+        head_heatmap(patterns[0, 0], labels, weight_title="权重"),
+        token_focus_figure(patterns, 0, labels, weight_title="权重"),
+    ):
+        assert "权重" in fig.data[0].hovertemplate
+        assert "weight" not in fig.data[0].hovertemplate
