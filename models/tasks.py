@@ -8,8 +8,9 @@ the number task holds out a fixed tenth of the numbers.
 - `copy`: remember `length` symbols and write each one exactly `lag` steps after it came.
 - `reverse`: read `length` symbols, then write them backwards.
 - `adding`: T steps of (value, marker); at the end, the sum of the two marked values.
-- `induction`: a random sequence, then the same sequence again; predict each next token of
-  the repeat (possible only by finding the previous occurrence: an induction head).
+- `induction`: a segment of random tokens, then the same segment again, at positions and
+  distances that change from sequence to sequence, among filler; predict each next token
+  of the repeat (possible only by finding the previous occurrence: an induction head).
 - `lm`: the next character of a bilingual English and Chinese text (assets/text/).
 - `numbers`: an encoder–decoder turns English number words into Chinese numerals
   ("three hundred forty two" → 三百四十二).
@@ -46,13 +47,19 @@ def _bucket(symbols: torch.Tensor, n_symbols: int) -> torch.Tensor:
 
 
 def _split_rows(
-    draw, generator: torch.Generator, size: int, n_symbols: int, held_out: bool
+    draw,
+    generator: torch.Generator,
+    size: int,
+    n_symbols: int,
+    held_out: bool,
+    key_width: int | None = None,
 ) -> torch.Tensor:
-    """`size` rows from `draw(generator, n)`, all in the held-out bucket or all outside it."""
+    """`size` rows from `draw(generator, n)`, all in the held-out bucket or all outside it;
+    the bucket is a hash of each row's first `key_width` columns (all by default)."""
     rows: list[torch.Tensor] = []
     while sum(len(r) for r in rows) < size:
         candidates = draw(generator, 2 * size)
-        in_bucket = _bucket(candidates, n_symbols) == 0
+        in_bucket = _bucket(candidates[:, :key_width], n_symbols) == 0
         rows.append(candidates[in_bucket if held_out else ~in_bucket])
     return torch.cat(rows)[:size]
 
@@ -243,14 +250,26 @@ class Adding(Task):
 
 @dataclass(frozen=True)
 class Induction(Task):
-    half: int = 12
+    """A segment of distinct random tokens seen twice, among filler tokens, in `length`
+    positions. Each sequence draws its own segment length (`min_repeat` … `max_repeat`),
+    where the first copy starts and how far the second copy follows it: neither the
+    position nor the distance of the previous occurrence is ever the same, so only
+    finding it by content (attention to the token after it) predicts the repeat.
+    Filler comes from the symbols the segment does not use, so every repeated token
+    occurred exactly once before."""
+
+    length: int = 32
+    min_repeat: int = 4
+    max_repeat: int = 12
     n_symbols: int = 32
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", "induction")
         object.__setattr__(self, "models", ("transformer", *RECURRENT))
-        if not 2 <= self.half <= self.n_symbols:
-            raise ValueError("the first half draws distinct symbols: half ≤ n_symbols")
+        if not 2 <= self.min_repeat <= self.max_repeat < self.n_symbols:
+            raise ValueError("need 2 ≤ min_repeat ≤ max_repeat < n_symbols")
+        if 2 * self.max_repeat > self.length:
+            raise ValueError("two copies of the longest segment must fit: 2·max_repeat ≤ length")
 
     @property
     def vocab(self):
@@ -258,19 +277,39 @@ class Induction(Task):
 
     @property
     def n_ctx(self) -> int:
-        return 2 * self.half
+        return self.length
+
+    def _draw(self, generator: torch.Generator, rows: int) -> torch.Tensor:
+        """Everything random about `rows` sequences, one row each, so that sequence i is the
+        same however many are drawn: a random order of all symbols (the segment is its
+        start, filler comes from the rest), the segment's length, two cuts that place the
+        copies among the filler, and each position's filler pick."""
+        s = self.n_symbols
+        u = torch.rand(rows, s + 3 + self.length, generator=generator)
+        order = u[:, :s].argsort(dim=1)
+        n = self.min_repeat + (u[:, s] * (self.max_repeat - self.min_repeat + 1)).long()
+        spare = self.length - 2 * n  # filler positions: before, between and after the copies
+        cuts = (u[:, s + 1 : s + 3] * (spare[:, None] + 1)).long()
+        picks = (u[:, s + 3 :] * (s - n[:, None])).long()
+        return torch.cat([order, n[:, None], cuts, picks], dim=1)
 
     def make(self, generator, size, held_out):
-        def draw(g, n):
-            # Distinct symbols in each half, so "the previous occurrence" is one position.
-            order = torch.rand(n, self.n_symbols, generator=g).argsort(dim=1)
-            return order[:, : self.half]
-
-        first = _split_rows(draw, generator, size, self.n_symbols, held_out)
-        inputs = torch.cat([first, first], dim=1)
-        targets = torch.full_like(inputs, IGNORE)
-        # From the first repeated token on, the next token is known: it followed this one before.
-        targets[:, self.half : -1] = inputs[:, self.half + 1 :]
+        s = self.n_symbols
+        # Held out by the segment's first `min_repeat` symbols, which every segment has.
+        drawn = _split_rows(self._draw, generator, size, s, held_out, self.min_repeat)
+        order, n, cuts, picks = drawn.split([s, 1, 2, self.length], dim=1)
+        first = cuts.min(dim=1, keepdim=True).values  # filler before the first copy
+        second = cuts.max(dim=1, keepdim=True).values + n  # the gap is max − min
+        inputs = order.gather(1, n + picks)  # filler: symbols after the segment's
+        pos = torch.arange(self.length)[None, :]
+        for start in (first, second):
+            inside = (pos >= start) & (pos < start + n)
+            segment = order.gather(1, (pos - start).clamp(0, s - 1))
+            inputs = torch.where(inside, segment, inputs)
+        # In the second copy, the next token is known: it followed this one before.
+        scored = (pos >= second) & (pos < second + n - 1)
+        follower = order.gather(1, (pos - second + 1).clamp(0, s - 1))
+        targets = torch.where(scored, follower, torch.full_like(inputs, IGNORE))
         return Batch(inputs, targets)
 
 

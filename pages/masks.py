@@ -110,7 +110,8 @@ def about_trained(checkpoint) -> str:
         accuracy=metrics.get("accuracy", float("nan")),
         loss=metrics.get("loss", float("nan")),
         lag=task.get("lag", "?"),
-        half=task.get("half", "?"),
+        shortest=task.get("min_repeat", "?"),
+        longest=task.get("max_repeat", "?"),
     )
 
 

@@ -331,12 +331,7 @@ if trained is not None:
             n=core.cfg.n_ctx,
         )
         + (
-            " "
-            + t(
-                "positional.trained.induction",
-                half=trained.task["half"],
-                back=trained.task["half"] - 1,
-            )
+            " " + t("positional.trained.induction")
             if trained.task.get("name") == "induction"
             else ""
         )

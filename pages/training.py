@@ -24,11 +24,13 @@ from components.widgets import (
     load_job_manager,
     load_visitor_store,
     sentence_or_stop,
+    set_state,
     show_chart,
     visitor_id,
     visitor_link,
 )
 from models import jobs
+from models.probes import circuit
 from models.task_models import LABELS
 from models.tasks import TASKS, make_task
 from models.train import (
@@ -43,6 +45,7 @@ enter_lesson()
 
 MAX_STEPS = 1500
 JOB_KEY = "training_job"
+START_REQUESTED, STOP_REQUESTED = "_tr_start_requested", "_tr_stop_requested"
 
 st.header(t("training.title"))
 st.caption(t("training.intro", running=jobs.MAX_RUNNING))
@@ -85,7 +88,17 @@ seed = linked_slider(col_run, t("training.controls.seed"), 0, 9, 0, key="tr_seed
 manager = load_job_manager()
 store = load_visitor_store()
 me = visitor_id()
-if col_models.button(t("training.start"), type="primary", disabled=not kinds, key="tr_start"):
+# A click is kept as a request in the session until the page acts on it: the button's own
+# True lasts one run, which the frame may start again before the page draws (frame.py).
+col_models.button(
+    t("training.start"),
+    type="primary",
+    disabled=not kinds,
+    key="tr_start",
+    on_click=set_state,
+    args=({START_REQUESTED: True},),
+)
+if st.session_state.pop(START_REQUESTED, False) and kinds:
     request = jobs.RunRequest(task.config(), tuple(kinds), steps, seed)
     try:
         st.session_state[JOB_KEY] = manager.submit(me, request).id
@@ -173,7 +186,11 @@ def run_panel() -> None:
     if view is None:
         st.info(t("training.idle"))
         return
-    if view.status not in jobs.FINISHED and st.button(t("training.stop"), key="tr_stop"):
+    if view.status not in jobs.FINISHED:
+        st.button(
+            t("training.stop"), key="tr_stop", on_click=set_state, args=({STOP_REQUESTED: True},)
+        )
+    if st.session_state.pop(STOP_REQUESTED, False):
         manager.stop(view.id)
         view = manager.snapshot(view.id)
     _draw_run(view)
@@ -321,21 +338,24 @@ induction_task = make_task("induction")
 
 
 @st.cache_data(show_spinner=False)
-def induction_heads() -> dict:
+def induction_heads() -> tuple[dict, float]:
+    """The shipped model's head scores and its recorded held-out accuracy on the repeat."""
     from models.probes import head_scores
 
     stem = str(CHECKPOINT_DIR / checkpoint_name(induction_task, "transformer"))
-    return head_scores(load_checkpoint(stem).model, induction_task)
+    loaded = load_checkpoint(stem)
+    return head_scores(loaded.model, induction_task), loaded.metrics["accuracy"]
 
 
-heads = induction_heads()
+heads, induction_accuracy = induction_heads()
+best = circuit(heads)
 ind_col, prev_col = st.columns(2)
 for where, name, key in (
     (ind_col, "induction", "tr_heads_induction"),
     (prev_col, "previous_token", "tr_heads_previous"),
 ):
     scores = heads[name]
-    layer, head = np.unravel_index(int(np.argmax(scores)), scores.shape)
+    layer, head, score = best[name]
     with where:
         show_chart(
             head_grid_figure(
@@ -345,15 +365,30 @@ for where, name, key in (
                 y_title=t("training.heads.layer"),
             ),
             key=key,
-            summary=t(
-                "training.heads.summary",
-                layer=int(layer),
-                head=int(head),
-                score=float(scores[layer, head]),
-            ),
+            summary=t(f"training.heads.summary_{name}", layer=layer, head=head, score=score),
             data={f"layer{i}": row for i, row in enumerate(scores)},
         )
-st.caption(t("training.heads.explain", half=induction_task.half))
+st.caption(
+    t(
+        "training.heads.explain",
+        length=induction_task.length,
+        shortest=induction_task.min_repeat,
+        longest=induction_task.max_repeat,
+    )
+)
+(i_layer, i_head, i_score), (p_layer, p_head, p_score) = best["induction"], best["previous_token"]
+st.caption(
+    t(
+        "training.heads.circuit",
+        p_layer=p_layer,
+        p_head=p_head,
+        p_score=p_score,
+        i_layer=i_layer,
+        i_head=i_head,
+        i_score=i_score,
+        accuracy=induction_accuracy,
+    )
+)
 
 # Your sentence through the trained language models -----------------------------------------
 st.subheader(t("training.yours.title"))

@@ -13,7 +13,8 @@ from models import checkpoints
 from models import gradient_flow as gf
 from models import trained_sources as ts
 from models.masks import KINDS, STEPS
-from models.tasks import make_task
+from models.probes import previous_occurrence
+from models.tasks import IGNORE, make_task
 from models.train import CHECKPOINT_DIR
 from models.visitor_store import new_visitor
 
@@ -100,10 +101,12 @@ def test_masks_lesson_opens_on_the_trained_induction_model_and_names_its_heads()
     _no_failure(at)
     layer, head = at.slider(key="mask_layer").value, at.slider(key="mask_head").value
     assert f"layer {layer}, head {head}" in roles
-    half = meta["task"]["half"]
+    # from each token of the second copy, to the token after its previous occurrence
+    _, ids = ts.example(meta["task"])
+    repeat = np.flatnonzero(make_task("induction").held_out(1).targets[0] != IGNORE)
+    after_previous = previous_occurrence(ids.numpy())[repeat] + 1
     weights = heatmap_grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])
-    repeat = np.arange(half, 2 * half)
-    assert np.mean(weights[repeat, repeat - half + 1]) > 0.3
+    assert np.mean(weights[repeat, after_previous]) > 0.3
 
 
 def test_the_language_model_reads_the_sentence_character_by_character():

@@ -75,3 +75,27 @@ def test_the_page_speaks_chinese():
     at = open_lesson("training", lang="zh")
     assert not at.exception
     assert any("训练实验室" in el.value for el in at.header)
+
+
+def test_the_induction_heads_are_named_with_the_scores_measured_from_the_shipped_file():
+    from models import checkpoints
+    from models.probes import circuit, head_scores
+    from models.tasks import make_task
+    from models.train import checkpoint_name
+
+    task = make_task("induction")
+    loaded = checkpoints.load(CHECKPOINT_DIR / checkpoint_name(task, "transformer"))
+    scores = head_scores(loaded.model, task)
+    best = circuit(scores)
+    (i_layer, i_head, i_score), (p_layer, p_head, p_score) = (
+        best["induction"],
+        best["previous_token"],
+    )
+    at = open_lesson("training")
+    captions = " ".join(el.value for el in at.caption)
+    assert f"layer {p_layer} head {p_head} puts {p_score:.2f} of its attention" in captions
+    assert f"layer {i_layer} head {i_head} puts {i_score:.2f} on the token after" in captions
+    assert f"{loaded.metrics['accuracy']:.1%}" in captions
+    assert "always starts at position" not in captions  # the shortcut story is gone
+    figure = chart(at, "tr_heads_induction")
+    np.testing.assert_allclose(plotly_array(figure["data"][0]["z"]), scores["induction"], atol=1e-6)

@@ -8,7 +8,6 @@ import json
 import pytest
 
 from models import checkpoints
-from models.probes import induction_score
 from models.tasks import make_task
 from models.train import (
     CHECKPOINT_DIR,
@@ -18,8 +17,9 @@ from models.train import (
     TARGETS,
     checkpoint_name,
     copy_accuracy_by_lag,
-    evaluate,
     lm_baseline,
+    measure,
+    measured,
 )
 
 MAX_TOTAL_BYTES = 10 * 2**20
@@ -40,10 +40,7 @@ def test_every_shipped_checkpoint_is_there_and_all_fit_in_10_mb():
 def test_shipped_checkpoints_meet_their_targets_on_held_out_data(target):
     task = target.task_object()
     model = checkpoints.load(CHECKPOINT_DIR / checkpoint_name(task, target.kind)).model
-    if target.metric == "induction_score":
-        value = induction_score(model, task)
-    else:
-        value = evaluate(model, task)[target.metric]
+    value = measure(model, task, target.metric)
     assert target.met(value), f"{target}: measured {value}"
 
 
@@ -54,8 +51,9 @@ def test_each_checkpoints_recorded_results_are_what_it_scores(name, settings, ki
     task = make_task(name, **settings)
     loaded = checkpoints.load(CHECKPOINT_DIR / checkpoint_name(task, kind))
     assert loaded.task == task.config()
-    measured = evaluate(loaded.model, task)
-    for metric, value in measured.items():
+    now = measured(loaded.model, task)
+    assert set(loaded.metrics) == set(now)
+    for metric, value in now.items():
         assert loaded.metrics[metric] == pytest.approx(value, rel=1e-5, abs=1e-7)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
+
 import pytest
 import torch
 
@@ -54,27 +56,106 @@ def test_adding_target_is_the_sum_of_the_two_marked_values():
     assert abs(float(((batch.targets - 1) ** 2).mean()) - 1 / 6) < 0.08
 
 
-def test_induction_repeats_distinct_symbols_and_scores_only_the_repeat():
-    task = make_task("induction", half=5, n_symbols=9)
-    batch = task.batch(_gen(), 16)
-    first, second = batch.inputs[:, :5], batch.inputs[:, 5:]
-    assert torch.equal(first, second)
-    assert all(len(set(row.tolist())) == 5 for row in first)
-    assert (batch.targets[:, :5] == IGNORE).all() and (batch.targets[:, -1] == IGNORE).all()
-    assert torch.equal(batch.targets[:, 5:-1], batch.inputs[:, 6:])
+def _repeats(batch):
+    """Per row: (start of the first copy, start of the second, segment length), read back
+    from the scored positions."""
+    out = []
+    for tokens, targets in zip(batch.inputs.tolist(), batch.targets.tolist(), strict=True):
+        scored = [q for q, y in enumerate(targets) if y != IGNORE]
+        second, n = scored[0], len(scored) + 1
+        first = tokens.index(tokens[second])
+        out.append((first, second, n))
+    return out
+
+
+def test_induction_repeats_a_segment_of_distinct_symbols_and_scores_only_the_repeat():
+    task = make_task("induction", length=20, min_repeat=3, max_repeat=8, n_symbols=12)
+    batch = task.batch(_gen(), 256)
+    assert batch.inputs.shape == batch.targets.shape == (256, 20)
+    for row, (first, second, n) in enumerate(_repeats(batch)):
+        tokens, targets = batch.inputs[row], batch.targets[row]
+        assert 3 <= n <= 8 and first + n <= second and second + n <= 20
+        segment = tokens[first : first + n]
+        assert torch.equal(tokens[second : second + n], segment)
+        assert len(set(segment.tolist())) == n
+        # filler never uses the segment's symbols: each repeated token occurred once before
+        filler = torch.cat([tokens[:first], tokens[first + n : second], tokens[second + n :]])
+        assert not set(filler.tolist()) & set(segment.tolist())
+        # the scored positions are the second copy but its last token: what came next before
+        scored = (targets != IGNORE).nonzero().flatten()
+        assert scored.tolist() == list(range(second, second + n - 1))
+        assert torch.equal(targets[scored], tokens[scored + 1])
+
+
+def test_induction_varies_where_the_repeat_starts_its_length_and_its_distance():
+    """No position or distance predicts the repeat: each one varies across sequences."""
+    batch = make_task("induction").batch(_gen(), 512)
+    repeats = _repeats(batch)
+    firsts, seconds, lengths = (set(column) for column in zip(*repeats, strict=True))
+    distances = {second - first for first, second, _ in repeats}
+    assert lengths == set(range(4, 13))
+    assert len(firsts) > 15 and len(seconds) > 15 and len(distances) > 15
+    # the scored positions cover most of the sequence, not one fixed stretch
+    scored = (batch.targets != IGNORE).any(dim=0)
+    assert scored[8:-1].all()
+
+
+def test_no_fixed_distance_or_position_finds_the_previous_occurrence():
+    """A head that attends by position (a fixed distance back, or a fixed key position for
+    each query position) would find the token to copy for few of the scored tokens."""
+    batch = make_task("induction").held_out(512)
+    distances, sources = Counter(), defaultdict(Counter)
+    for first, second, n in _repeats(batch):
+        for q in range(second, second + n - 1):
+            distances[second - first] += 1
+            sources[q][q - (second - first)] += 1
+    assert max(distances.values()) / sum(distances.values()) < 0.15
+    for counts in sources.values():
+        if sum(counts.values()) >= 50:
+            assert max(counts.values()) / sum(counts.values()) < 0.3
+
+
+def test_an_induction_sequence_is_the_same_however_many_are_drawn():
+    """Lessons show held-out sequence number i: it must not depend on the batch size."""
+    task = make_task("induction")
+    few, many = task.held_out(3), task.held_out(40)
+    assert torch.equal(few.inputs, many.inputs[:3])
+    assert torch.equal(few.targets, many.targets[:3])
+
+
+def test_induction_refuses_segments_that_do_not_fit():
+    with pytest.raises(ValueError):
+        make_task("induction", length=20, max_repeat=12)
+    with pytest.raises(ValueError):
+        make_task("induction", n_symbols=10, max_repeat=10, length=32)
 
 
 @pytest.mark.parametrize("name", ["copy", "reverse", "induction"])
 def test_held_out_sequences_never_appear_in_training(name):
     task = make_task(name)
-    held = task.held_out(64).inputs
-    train = torch.cat([task.batch(_gen(s), 256).inputs for s in range(4)])
+    held_batch = task.held_out(64)
+    train_batches = [task.batch(_gen(s), 256) for s in range(4)]
+    if name == "induction":
+        # the held-out key: the first `min_repeat` symbols of the repeated segment
+        width = task.min_repeat
+
+        def keys(batch):
+            return torch.stack(
+                [batch.inputs[i, f : f + width] for i, (f, _, _) in enumerate(_repeats(batch))]
+            )
+    else:
+        width = task.length
+
+        def keys(batch):
+            return batch.inputs[:, :width]
+
+    held = keys(held_batch)
+    train = torch.cat([keys(b) for b in train_batches])
     n_symbols = task.n_symbols
-    width = task.length if name != "induction" else task.half
-    assert (_bucket(held[:, :width], n_symbols) == 0).all()
-    assert (_bucket(train[:, :width], n_symbols) != 0).all()
-    held_rows = {tuple(r) for r in held[:, :width].tolist()}
-    assert not held_rows & {tuple(r) for r in train[:, :width].tolist()}
+    assert (_bucket(held, n_symbols) == 0).all()
+    assert (_bucket(train, n_symbols) != 0).all()
+    held_rows = {tuple(r) for r in held.tolist()}
+    assert not held_rows & {tuple(r) for r in train.tolist()}
 
 
 def test_language_model_holds_out_the_end_of_a_bilingual_text():

@@ -7,7 +7,7 @@ import torch
 
 from models.recurrent import Recurrent, RecurrentConfig
 from models.tasks import make_task
-from models.train import TARGETS, Recipe, Target, train
+from models.train import TARGETS, Recipe, Target, Trainer, make_checkpoint, train
 from models.transformer import Transformer, TransformerConfig
 
 
@@ -26,12 +26,32 @@ def test_the_same_seed_gives_the_same_run_twice():
     assert other.history.loss != first.history.loss
 
 
+@pytest.mark.parametrize("kind", ["transformer", "lstm"])
+def test_the_command_writes_the_same_checkpoint_bytes_twice(tmp_path, kind):
+    """What `python -m models.train` writes depends only on its arguments: two runs give
+    the same files, byte for byte (the JSON holds no wall-clock time)."""
+    task = make_task("induction", length=12, min_repeat=3, max_repeat=5, n_symbols=8)
+    recipe = Recipe(steps=12, lr=1e-2, batch_size=8, d_model=8, n_heads=2, warmup=4)
+    runs = {}
+    for run, seed in (("first", 0), ("again", 0), ("other_seed", 1)):
+        make_checkpoint(task, kind, tmp_path / run, seed=seed, recipe=recipe)
+        runs[run] = {p.name: p.read_bytes() for p in sorted((tmp_path / run).iterdir())}
+    assert set(runs["first"]) == {f"induction-{kind}.json", f"induction-{kind}.safetensors"}
+    assert runs["first"] == runs["again"]
+    name = f"induction-{kind}.safetensors"
+    assert runs["other_seed"][name] != runs["first"][name]
+
+
 # The smallest run per task that shows learning: (task settings, model, recipe).
 SHORT_RUNS = {
     "copy": ({"lag": 5}, "transformer", Recipe(40, lr=1e-2, batch_size=16, d_model=16, n_layers=1)),
     "reverse": ({"length": 4}, "transformer", Recipe(40, 1e-2, 16, d_model=16, n_layers=1)),
     "adding": ({"T": 10}, "lstm", Recipe(40, lr=1e-2, batch_size=16, d_model=16)),
-    "induction": ({"half": 4, "n_symbols": 6}, "transformer", Recipe(80, 1e-2, 16, d_model=16)),
+    "induction": (
+        {"length": 12, "min_repeat": 3, "max_repeat": 5, "n_symbols": 8},
+        "transformer",
+        Recipe(125, 6e-3, 32, d_model=32, warmup=30, positional="rope"),
+    ),
     "lm": ({"context": 16}, "lstm", Recipe(80, lr=1e-2, batch_size=16, d_model=32)),
     "numbers": ({}, "encdec", Recipe(30, lr=1e-2, batch_size=16, d_model=16, n_layers=1)),
 }
@@ -86,6 +106,16 @@ def test_a_batch_through_the_transformer_equals_one_sequence_at_a_time():
         batched = model(tokens)
         for row in range(3):
             torch.testing.assert_close(batched[row], model(tokens[row]), rtol=0, atol=1e-5)
+
+
+def test_the_learning_rate_rises_over_the_warmup_then_stays():
+    recipe = Recipe(steps=6, lr=0.01, batch_size=4, d_model=8, warmup=4)
+    trainer = Trainer(make_task("copy", lag=5), "rnn", recipe=recipe)
+    rates = []
+    for _ in range(6):
+        rates.append(trainer.optimizer.param_groups[0]["lr"])
+        trainer.step()
+    assert rates == pytest.approx([0.0025, 0.005, 0.0075, 0.01, 0.01, 0.01])
 
 
 def test_targets_compare_in_the_right_direction():
