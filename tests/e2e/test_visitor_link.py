@@ -10,11 +10,6 @@ from models import trained_sources as ts
 from models.train import CHECKPOINT_DIR
 from models.visitor_store import VisitorStore, new_visitor
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the `browser` fixture skips (or fails in CI) with an install hint
-    expect = None
-
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 
 IDLE = """() => {
@@ -25,17 +20,27 @@ IDLE = """() => {
 
 
 def _settle(page) -> None:
-    page.wait_for_selector('[data-testid="stApp"]')
+    """The page has drawn its charts and its script has stopped running."""
+    page.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=120_000)
     page.wait_for_function(IDLE, timeout=90_000)
 
 
 def _weights_offered(page) -> list[str]:
-    page.locator('[data-testid="stSelectbox"]').filter(has_text="Weights").first.click()
-    options = page.locator('[role="option"]')
-    expect(options.first).to_be_visible()
-    offered = options.all_inner_texts()
-    page.keyboard.press("Escape")
-    return offered
+    """The Weights box's options (opening its list again if a rerun closed it)."""
+    box = page.locator('.st-key-mask_weights [data-testid="stSelectbox"]')
+    for _ in range(3):
+        box.click()
+        options = page.locator('[role="option"]')
+        try:
+            options.first.wait_for(state="visible", timeout=5_000)
+        except Exception:  # the list closed under a rerun, or opened too early: again
+            page.keyboard.press("Escape")
+            page.wait_for_function(IDLE, timeout=90_000)
+            continue
+        offered = options.all_inner_texts()
+        page.keyboard.press("Escape")
+        return offered
+    raise AssertionError("the Weights list never opened")
 
 
 @pytest.fixture
