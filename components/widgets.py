@@ -453,7 +453,9 @@ def load_recurrent(
 def load_checkpoint(stem: str):
     """A shipped or saved checkpoint, frozen and shared (only ever read)."""
     from models import checkpoints
+    from models.runtime import limit_threads
 
+    limit_threads()
     return checkpoints.load(stem)
 
 

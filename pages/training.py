@@ -24,6 +24,7 @@ from components.widgets import (
     load_job_manager,
     load_visitor_store,
     sentence_or_stop,
+    set_state,
     show_chart,
     visitor_id,
     visitor_link,
@@ -44,6 +45,7 @@ enter_lesson()
 
 MAX_STEPS = 1500
 JOB_KEY = "training_job"
+START_REQUESTED, STOP_REQUESTED = "_tr_start_requested", "_tr_stop_requested"
 
 st.header(t("training.title"))
 st.caption(t("training.intro", running=jobs.MAX_RUNNING))
@@ -86,7 +88,17 @@ seed = linked_slider(col_run, t("training.controls.seed"), 0, 9, 0, key="tr_seed
 manager = load_job_manager()
 store = load_visitor_store()
 me = visitor_id()
-if col_models.button(t("training.start"), type="primary", disabled=not kinds, key="tr_start"):
+# A click is kept as a request in the session until the page acts on it: the button's own
+# True lasts one run, which the frame may start again before the page draws (frame.py).
+col_models.button(
+    t("training.start"),
+    type="primary",
+    disabled=not kinds,
+    key="tr_start",
+    on_click=set_state,
+    args=({START_REQUESTED: True},),
+)
+if st.session_state.pop(START_REQUESTED, False) and kinds:
     request = jobs.RunRequest(task.config(), tuple(kinds), steps, seed)
     try:
         st.session_state[JOB_KEY] = manager.submit(me, request).id
@@ -174,7 +186,11 @@ def run_panel() -> None:
     if view is None:
         st.info(t("training.idle"))
         return
-    if view.status not in jobs.FINISHED and st.button(t("training.stop"), key="tr_stop"):
+    if view.status not in jobs.FINISHED:
+        st.button(
+            t("training.stop"), key="tr_stop", on_click=set_state, args=({STOP_REQUESTED: True},)
+        )
+    if st.session_state.pop(STOP_REQUESTED, False):
         manager.stop(view.id)
         view = manager.snapshot(view.id)
     _draw_run(view)

@@ -7,7 +7,7 @@ import threading
 import torch
 from conftest import open_lesson
 
-from components.widgets import load_recurrent
+from components.widgets import load_checkpoint, load_recurrent
 from models import runtime
 
 
@@ -19,7 +19,9 @@ def test_a_lesson_settles_the_heap_after_its_first_complete_run(lesson_path):
 
 def test_the_model_loaders_leave_torch_on_one_thread():
     torch.set_num_threads(2)
-    load_recurrent.clear()  # loaded afresh, as on a new server
+    # Loaded afresh, as on a new server: the lesson's constructed and trained weights.
+    load_recurrent.clear()
+    load_checkpoint.clear()
     at = open_lesson("recurrent", "Every loader keeps torch on one thread")
     assert not at.exception
     # Each rerun runs in a new thread, which takes torch's process-wide setting.
