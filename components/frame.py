@@ -4,9 +4,9 @@ app.py runs it. A lesson file starts it too when Streamlit starts that file on i
 own, which happens once per server: while no session has yet called st.navigation,
 Streamlit treats pages/ as a legacy page folder: it answers a deep link such as
 /heads by running pages/heads.py alone, and / by running app.py as that folder's main
-page. Either run draws nothing: it registers the frame's menu, which makes app.py the
-script of every later run, and starts again through app.py, on the same page and with
-the same link (_start_again_through_app). Every later visit goes straight through app.py.
+page. Either run registers the frame's menu before it draws anything (_become_the_app),
+which makes app.py the script of every later run, then draws the frame and the page
+the link names. Every later visit goes straight through app.py.
 """
 
 from __future__ import annotations
@@ -189,22 +189,23 @@ def _started_as_a_legacy_page() -> bool:
     return bool(PagesManager.uses_pages_directory)
 
 
-def _start_again_through_app() -> None:
-    """Register the menu, which makes app.py the script of every later run, and start this
-    run again there, on the page the menu resolved the URL to, with the link as it came.
+def _become_the_app() -> None:
+    """In a legacy page's run, make the controls drawn next the app's own.
 
-    Nothing is drawn before: Streamlit ties a control's identity, and its binding to the
-    link, to the script that draws it. Controls drawn in a legacy page's run would be
-    taken for other controls by the next run, through app.py, and reset there: the
-    link's presenter mode, language and sentence would be lost at the first change.
+    Streamlit ties a control's identity, and its binding to the link, to the script that
+    is current when the control is drawn. In a legacy page's run that is the page of
+    pages/, so the frame's controls would be taken for other controls by the next run,
+    through app.py, and reset there: the link's presenter mode, language and sentence
+    would be lost at the first change. Registering the menu before anything is drawn
+    makes app.py the current script (and the script of every later run); the menu is
+    registered again, titled in the visitor's language, once the frame knows it.
     """
     st.navigation(_menu(), position="hidden")
-    st.rerun()
 
 
 def run_app() -> None:
     if _started_as_a_legacy_page():
-        _start_again_through_app()
+        _become_the_app()
     st.set_page_config(page_title="SeqLens", page_icon="🔭", layout="wide")
     st.html(LAYOUT_CSS)
     # The title and, at its right, the language control, drawn first (see language_selector);
@@ -239,6 +240,7 @@ def run_app() -> None:
 
 
 def enter_lesson() -> None:
-    """First line of every lesson: when Streamlit ran the file alone, start again in the frame."""
+    """First line of every lesson: when Streamlit ran the file alone, draw the frame instead."""
     if not inside_frame():
-        _start_again_through_app()
+        run_app()
+        st.stop()
