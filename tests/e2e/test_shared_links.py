@@ -187,6 +187,15 @@ def points_apart(traces: list[dict]) -> list[tuple[str, float, float]]:
     return found
 
 
+@pytest.fixture
+def projector(browser):
+    """A page in a browser context of its own, at a projector's size."""
+    context = browser.new_context(viewport=PROJECTOR)
+    context.set_default_timeout(30_000)
+    yield context.new_page()
+    context.close()
+
+
 def open_presenting(page, base_url: str, path: str, **query: str) -> None:
     extra = "".join(f"&{name}={quote(value)}" for name, value in query.items())
     page.goto(f"{base_url}/{path}?present=1{extra}")
@@ -196,70 +205,59 @@ def open_presenting(page, base_url: str, path: str, **query: str) -> None:
 
 
 def test_in_presenter_mode_hovering_the_head_heatmap_names_the_cell_under_the_pointer(
-    browser, app_server
+    projector, app_server
 ):
-    context = browser.new_context(viewport=PROJECTOR)
-    context.set_default_timeout(30_000)
-    try:
-        page = context.new_page()
-        open_presenting(page, app_server, "heads", sentence=SENTENCE, layer="3", head="1")
-        labels = page.evaluate(
-            "() => Array.from(document.querySelector('.st-key-one_head .js-plotly-plot')"
-            "._fullData[0].x)"
-        )
-        it, animal, street = (
-            next(label for label in labels if label.endswith(f":{word}"))
-            for word in ("it", "animal", "street")
-        )
-        for query, key in ((it, animal), (animal, street), (labels[1], labels[-2])):
-            assert f"{query} → {key}" in hover(page, "one_head", key, query)
-        screenshot(page, "presenter-heads-hover")
+    page = projector
+    open_presenting(page, app_server, "heads", sentence=SENTENCE, layer="3", head="1")
+    labels = page.evaluate(
+        "() => Array.from(document.querySelector('.st-key-one_head .js-plotly-plot')"
+        "._fullData[0].x)"
+    )
+    it, animal, street = (
+        next(label for label in labels if label.endswith(f":{word}"))
+        for word in ("it", "animal", "street")
+    )
+    for query, key in ((it, animal), (animal, street), (labels[1], labels[-2])):
+        assert f"{query} → {key}" in hover(page, "one_head", key, query)
+    screenshot(page, "presenter-heads-hover")
 
-        # A drag across the heatmap zooms onto the columns it framed.
-        first, last = labels.index(animal), labels.index(it)
-        start = page.evaluate(POINT_ON_SCREEN, ["one_head", animal, animal])
-        end = page.evaluate(POINT_ON_SCREEN, ["one_head", it, it])
-        page.mouse.move(*start)
-        page.mouse.down()
-        page.mouse.move(*end, steps=12)
-        page.mouse.up()
-        page.wait_for_function(
-            "([key, n]) => { const r = (" + X_RANGE + ")(key);"
-            " return Math.abs(r[1] - r[0]) < n - 1; }",
-            arg=["one_head", len(labels)],
-        )
-        low, high = sorted(page.evaluate(X_RANGE, "one_head"))
-        assert abs(low - first) < 0.5 and abs(high - last) < 0.5, (low, high, first, last)
-        assert_page_healthy(page)
-    finally:
-        context.close()
+    # A drag across the heatmap zooms onto the columns it framed.
+    first, last = labels.index(animal), labels.index(it)
+    start = page.evaluate(POINT_ON_SCREEN, ["one_head", animal, animal])
+    end = page.evaluate(POINT_ON_SCREEN, ["one_head", it, it])
+    page.mouse.move(*start)
+    page.mouse.down()
+    page.mouse.move(*end, steps=12)
+    page.mouse.up()
+    page.wait_for_function(
+        "([key, n]) => { const r = (" + X_RANGE + ")(key); return Math.abs(r[1] - r[0]) < n - 1; }",
+        arg=["one_head", len(labels)],
+    )
+    low, high = sorted(page.evaluate(X_RANGE, "one_head"))
+    assert abs(low - first) < 0.5 and abs(high - last) < 0.5, (low, high, first, last)
+    assert_page_healthy(page)
 
 
 def test_in_presenter_mode_hovering_a_line_chart_names_the_point_under_the_pointer(
-    browser, app_server
+    projector, app_server
 ):
-    context = browser.new_context(viewport=PROJECTOR)
-    context.set_default_timeout(30_000)
-    try:
-        page = context.new_page()
-        open_presenting(page, app_server, "training")
-        page.locator(".st-key-tr_lag_accuracy").scroll_into_view_if_needed()
-        traces = page.evaluate(
-            """() => document.querySelector('.st-key-tr_lag_accuracy .js-plotly-plot')._fullData
-                .map(t => ({name: t.name, x: Array.from(t.x), y: Array.from(t.y)}))"""
-        )
-        apart = points_apart(traces)
-        assert len(apart) >= 2, traces
-        for name, x, y in apart[:3]:
-            text = hover(page, "tr_lag_accuracy", x, y)
-            # "RNN<br>20: 1.250e-1" as drawn: the line's name, then x: y.
-            shown_x, shown_y = text.removeprefix(name).split(": ")
-            assert text.startswith(name) and shown_x == str(x), (text, name, x, y)
-            assert float(shown_y) == pytest.approx(y, rel=1e-3), (text, y)
-        screenshot(page, "presenter-training-hover")
-        assert_page_healthy(page)
-    finally:
-        context.close()
+    page = projector
+    open_presenting(page, app_server, "training")
+    page.locator(".st-key-tr_lag_accuracy").scroll_into_view_if_needed()
+    traces = page.evaluate(
+        """() => document.querySelector('.st-key-tr_lag_accuracy .js-plotly-plot')._fullData
+            .map(t => ({name: t.name, x: Array.from(t.x), y: Array.from(t.y)}))"""
+    )
+    apart = points_apart(traces)
+    assert len(apart) >= 2, traces
+    for name, x, y in apart[:3]:
+        text = hover(page, "tr_lag_accuracy", x, y)
+        # "RNN<br>20: 1.250e-1" as drawn: the line's name, then x: y.
+        shown_x, shown_y = text.removeprefix(name).split(": ")
+        assert text.startswith(name) and shown_x == str(x), (text, name, x, y)
+        assert float(shown_y) == pytest.approx(y, rel=1e-3), (text, y)
+    screenshot(page, "presenter-training-hover")
+    assert_page_healthy(page)
 
 
 def test_presenter_mode_draws_chart_text_larger_and_every_chart_inside_the_screen(
