@@ -117,18 +117,14 @@ def about_trained(checkpoint) -> str:
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def induction_roles(stem: str) -> dict:
-    """The trained induction model's strongest induction and previous-token heads,
-    measured on held-out sequences (models/probes.py)."""
-    from models.probes import head_scores
+    """The trained induction model's strongest induction head and the strongest
+    previous-token head in a layer before it, measured on held-out sequences
+    (models/probes.py)."""
+    from models.probes import circuit, head_scores
     from models.tasks import task_from_config
 
     checkpoint = load_checkpoint(stem)
-    scores = head_scores(checkpoint.model, task_from_config(checkpoint.task))
-    best = {}
-    for role, grid in scores.items():
-        layer, head = np.unravel_index(int(np.argmax(grid)), grid.shape)
-        best[role] = (int(layer), int(head), float(grid[layer, head]))
-    return best
+    return circuit(head_scores(checkpoint.model, task_from_config(checkpoint.task)))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
