@@ -66,7 +66,8 @@ def head_grid_figure(
             colorscale="Blues",
             text=[[f"{v:.2f}" for v in row] for row in scores],
             texttemplate="%{text}",
-            hovertemplate="layer %{y} head %{x}: %{z:.3f}<extra></extra>",
+            # In the page's language: the axis titles name the layer and the head.
+            hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}: %{{z:.3f}}<extra></extra>",
         )
     )
     fig.update_layout(

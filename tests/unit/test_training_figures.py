@@ -32,6 +32,12 @@ def test_head_grid_writes_each_score_in_its_cell():
     assert np.isfinite(np.asarray(fig.data[0].z, dtype=float)).all()
 
 
+def test_head_grid_hover_names_layer_and_head_in_the_page_language():
+    fig = head_grid_figure(np.zeros((2, 4)), x_title="头", y_title="层")
+    assert fig.data[0].hovertemplate.startswith("层 %{y} · 头 %{x}")
+    assert "layer" not in fig.data[0].hovertemplate
+
+
 def test_only_runs_with_all_four_models_are_offered():
     names = [f"101010-copy-lag5-{k}" for k in ("rnn", "lstm", "gru", "transformer")]
     names += ["111111-copy-lag9-rnn", "121212-reverse-rnn", "101010-copy-lag5-rnn-2"]
