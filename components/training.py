@@ -72,8 +72,9 @@ def head_grid_figure(
     )
     fig.update_layout(
         title=title,
-        xaxis_title=x_title,
-        yaxis_title=y_title,
+        # Layers and heads are names, not a scale: one tick each, no half-layers.
+        xaxis=dict(title=dict(text=x_title), type="category"),
+        yaxis=dict(title=dict(text=y_title), type="category"),
         height=120 + 60 * n_layers,
         margin=dict(l=50, r=20, t=50, b=40),
     )

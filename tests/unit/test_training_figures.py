@@ -36,6 +36,7 @@ def test_head_grid_hover_names_layer_and_head_in_the_page_language():
     fig = head_grid_figure(np.zeros((2, 4)), x_title="头", y_title="层")
     assert fig.data[0].hovertemplate.startswith("层 %{y} · 头 %{x}")
     assert "layer" not in fig.data[0].hovertemplate
+    assert fig.layout.xaxis.type == fig.layout.yaxis.type == "category"  # no half-layer ticks
 
 
 def test_only_runs_with_all_four_models_are_offered():
