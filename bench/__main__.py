@@ -36,6 +36,9 @@ from bench.sentences import SentenceMaker, chart_labels, minilm_tokens
 from bench.server import RESULTS_DIR, RssSampler, Server, active_sessions
 
 SHORT, LONG = 20, 128  # tokens, [CLS] and [SEP] included
+# Pages whose first view shows trained weights on their task's own sequence: the link that
+# opens their view of the visitor's sentence (the one the checks read).
+SENTENCE_VIEWS = {"recurrent": {"rc_weights": "constructed"}}
 
 
 def pages() -> list[tuple[str, str]]:
@@ -141,7 +144,7 @@ def server_work(
     async def go() -> list[Rerun]:
         runs = []
         async with Session(port, rerun_timeout_s=60) as s:
-            warm = await s.open_page(page, mk.make(SHORT))
+            warm = await s.open_page(page, mk.make(SHORT), **SENTENCE_VIEWS.get(page, {}))
             if not warm.ok:
                 raise RuntimeError(f"{page or 'home'}: {warm.error}")
             for _ in range(n):
