@@ -15,6 +15,8 @@ SCALE = 1.5
 DEFAULT_FONT_SIZE = 12
 DEFAULT_HOVER_FONT_SIZE = 13
 DEFAULT_HEIGHT = 450
+# Margins scaled with the text; "pad" and "autoexpand" are left as they are.
+MARGIN_SIDES = frozenset("lrtb")
 
 
 def for_projector(figure: dict, scale: float = SCALE) -> dict:
@@ -33,7 +35,7 @@ def for_projector(figure: dict, scale: float = SCALE) -> dict:
     layout["height"] = round((layout.get("height") or DEFAULT_HEIGHT) * scale)
     if "margin" in layout:
         layout["margin"] = {
-            side: value * scale if side in "lrtb" and _is_number(value) else value
+            side: value * scale if side in MARGIN_SIDES and _is_number(value) else value
             for side, value in layout["margin"].items()
         }
     return {**figure, **scaled}
