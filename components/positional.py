@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
+from components.figure import PlainFigure, figure
 from components.i18n import t
 from components.layout import axis, frame_layout, hline, vline
 from components.palette import BLUE, CATEGORICAL, DIVERGING_COLORSCALE
@@ -64,12 +64,13 @@ def _end_marker(at: float, text: str) -> dict:
 
 def encoding_heatmap(
     table: np.ndarray, n_sentence: int, title: str = "", end_text: str = ""
-) -> go.Figure:
+) -> PlainFigure:
     """A `[position, dimension]` table: x is the position, y the dimension."""
     table = _finite(table)
     n_pos, d = table.shape
     limit = float(np.abs(table).max()) or 1.0
-    heatmap = go.Heatmap(
+    heatmap = dict(
+        type="heatmap",
         z=table.T.astype(np.float32),
         x=np.arange(n_pos),
         y=np.arange(d),
@@ -88,12 +89,12 @@ def encoding_heatmap(
         yaxis=axis(t("chart.dimension"), autorange="reversed", showgrid=False),
         **_end_marker(n_sentence - 0.5, end_text),
     )
-    return go.Figure(data=[heatmap], layout=layout)
+    return figure([heatmap], layout)
 
 
 def waves_figure(
     table: np.ndarray, dims: Sequence[int], n_sentence: int, title: str = "", end_text: str = ""
-) -> go.Figure:
+) -> PlainFigure:
     """Chosen dimensions of a table as curves over position."""
     table = _finite(table)
     positions = np.arange(table.shape[0])
@@ -102,7 +103,8 @@ def waves_figure(
     for dim in dims:
         name = t("chart.dim", dim=dim)
         traces.append(
-            go.Scatter(
+            dict(
+                type="scatter",
                 x=positions,
                 y=table[:, dim],
                 mode="lines+markers" if len(positions) <= 80 else "lines",
@@ -118,14 +120,14 @@ def waves_figure(
         yaxis=axis(t("chart.value")),
         **_end_marker(n_sentence - 0.5, end_text),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
-def curves_figure(curves: Mapping[str, np.ndarray], x: np.ndarray, *args, **options) -> go.Figure:
+def curves_figure(curves: Mapping[str, np.ndarray], x: np.ndarray, *args, **options) -> PlainFigure:
     """One line per named curve over a shared x; NaN points are left out of the line.
     The other arguments are `curves_parts`'s (titles, colours, an end marker, log y)."""
     traces, layout = curves_parts(curves, x, *args, **options)
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def curves_parts(
@@ -178,12 +180,13 @@ def matrix_figure(
     x_labels: Sequence | None = None,
     y_labels: Sequence | None = None,
     value_name: str = "",
-) -> go.Figure:
+) -> PlainFigure:
     """A square-ish matrix, diverging colours centred on zero, exact values on hover."""
     matrix = _finite(matrix)
     value_name = value_name or t("chart.value")
     limit = float(np.abs(matrix).max()) or 1.0
-    heatmap = go.Heatmap(
+    heatmap = dict(
+        type="heatmap",
         z=matrix.astype(np.float32),
         x=list(x_labels) if x_labels is not None else None,
         y=list(y_labels) if y_labels is not None else None,
@@ -203,19 +206,20 @@ def matrix_figure(
             y_title, autorange="reversed", showgrid=False, scaleanchor="x", constrain="domain"
         ),
     )
-    return go.Figure(data=[heatmap], layout=layout)
+    return figure([heatmap], layout)
 
 
 def error_bars_figure(
     errors: Mapping[str, float], title: str = "", y_title: str = "", threshold: float | None = None
-) -> go.Figure:
+) -> PlainFigure:
     """One bar per named measurement, on a log axis (an exact zero sits at LOG_FLOOR)."""
     names = list(errors)
     values = np.maximum(_finite(np.array([errors[n] for n in names])), LOG_FLOOR)
-    bars = go.Bar(
+    bars = dict(
+        type="bar",
         x=[scheme_label(n) for n in names],
         y=values,
-        marker_color=[SCHEME_COLORS.get(n, BLUE) for n in names],
+        marker=dict(color=[SCHEME_COLORS.get(n, BLUE) for n in names]),
         text=[f"{v:.1e}" for v in values],
         textposition="outside",
         cliponaxis=False,
@@ -229,19 +233,20 @@ def error_bars_figure(
         yaxis=axis(y_title, type="log", exponentformat="e"),
         shapes=shapes,
     )
-    return go.Figure(data=[bars], layout=layout)
+    return figure([bars], layout)
 
 
 def per_token_figure(
     per_token: Mapping[str, np.ndarray], labels: Sequence[str], title: str = "", y_title: str = ""
-) -> go.Figure:
+) -> PlainFigure:
     """Grouped bars: how far each token's output moved, one group per token, a bar per scheme."""
     traces = [
-        go.Bar(
+        dict(
+            type="bar",
             x=list(labels),
             y=np.maximum(_finite(values), LOG_FLOOR),
             name=scheme_label(name),
-            marker_color=SCHEME_COLORS.get(name),
+            marker=dict(color=SCHEME_COLORS.get(name)),
             hovertemplate=f"{scheme_label(name)}<br>%{{x}}: %{{y:.3e}}<extra></extra>",
         )
         for name, values in per_token.items()
@@ -255,4 +260,4 @@ def per_token_figure(
         barmode="group",
         legend=dict(orientation="h", yanchor="bottom", y=1.0),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
