@@ -28,6 +28,8 @@ def scheme_label(code: str) -> str:
 
 # Errors are drawn on a log axis; an exact zero is drawn at this floor instead.
 LOG_FLOOR = 1e-17
+# A threshold drawn across a chart.
+LEVEL_LINE = dict(color="#444", dash="dot")
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
@@ -140,9 +142,12 @@ def curves_parts(
     marker_at: float | None = None,
     marker_text: str = "",
     log_y: bool = False,
+    y_axis: Mapping[str, object] | None = None,
+    level: float | None = None,
 ) -> tuple[list[dict], dict]:
     """`curves_figure`'s traces (plain dicts) and layout, for a caller that adds to them
-    before building the figure once."""
+    before building the figure once. `y_axis` adds options to the y axis (a range, a
+    tick step); `level` draws a dotted line across at that y (a threshold)."""
     traces = []
     for name, y in curves.items():
         xs, ys = _finite_line(x, y)
@@ -160,12 +165,16 @@ def curves_parts(
             )
         )
     marker = _end_marker(marker_at, marker_text) if marker_at is not None else {}
+    if level is not None:
+        marker["shapes"] = [*marker.get("shapes", []), hline(level, LEVEL_LINE)]
     layout = frame_layout(
         title,
         420,
         top=110,
         xaxis=axis(x_title),
-        yaxis=axis(y_title, type="log" if log_y else "linear", exponentformat="e"),
+        yaxis=axis(
+            y_title, type="log" if log_y else "linear", exponentformat="e", **(y_axis or {})
+        ),
         legend=dict(orientation="h", yanchor="bottom", y=1.0),
         **marker,
     )
@@ -225,7 +234,7 @@ def error_bars_figure(
         cliponaxis=False,
         hovertemplate="%{x}<br>%{y:.3e}<extra></extra>",
     )
-    shapes = [hline(threshold, dict(color="#444", dash="dot"))] if threshold is not None else []
+    shapes = [hline(threshold, LEVEL_LINE)] if threshold is not None else []
     layout = frame_layout(
         title,
         380,
