@@ -14,12 +14,13 @@ attributes tests and pages read (`fig.data`, `fig.layout`) are that checked figu
 
 from __future__ import annotations
 
+import base64
 import json
 from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
-from _plotly_utils.utils import is_skipped_key, to_typed_array_spec
+from _plotly_utils.utils import is_skipped_key, plotlyjsShortTypes
 
 
 def figure(data: list[dict], layout: dict) -> PlainFigure:
@@ -78,8 +79,46 @@ def _property(key: str, value: Any) -> Any:
             return _named_colorscale(value)
         return value
     if isinstance(value, np.ndarray) and not is_skipped_key(key):
-        return to_typed_array_spec(value)
+        return _typed_array(value)
     return _as_plotly_writes(value)
+
+
+def _typed_array(values: np.ndarray) -> dict | np.ndarray:
+    """A numeric array as plotly's typed array: its bytes in base64, its type, its shape.
+
+    What plotly's `to_typed_array_spec` writes for a numpy array, without its detour
+    through dataframe libraries (~0.3 ms an array, a dozen arrays a chart). Integers of
+    64 bits are narrowed to the smallest type that holds them (plotly.js reads no 64-bit
+    integers); other arrays (text, booleans, empty) stay arrays, written as lists.
+    """
+    if values.dtype.kind not in "uif" or values.size == 0:
+        return values
+    if values.dtype in (np.int64, np.uint64):
+        narrowed = _narrowed(values)
+        if narrowed is None:
+            return values
+        values = narrowed
+    code = plotlyjsShortTypes.get(str(values.dtype))
+    if code is None:
+        return values
+    typed = {"dtype": code, "bdata": base64.b64encode(np.ascontiguousarray(values)).decode()}
+    if values.ndim > 1:
+        typed["shape"] = str(values.shape)[1:-1]
+    return typed
+
+
+def _narrowed(values: np.ndarray) -> np.ndarray | None:
+    low, high = values.min(), values.max()
+    kinds = (
+        (np.int8, np.int16, np.int32)
+        if values.dtype == np.int64
+        else (np.uint8, np.uint16, np.uint32)
+    )
+    for kind in kinds:
+        limits = np.iinfo(kind)
+        if limits.min <= low and high <= limits.max:
+            return values.astype(kind)
+    return None
 
 
 class PlainFigure:

@@ -59,3 +59,24 @@ def test_the_projector_copy_leaves_the_shared_template_alone():
     scaled = for_projector(fig.to_plotly_json())
     assert scaled["layout"]["font"]["size"] == 21
     assert repr(fig.to_plotly_json()["layout"]["template"]) == before
+
+
+def test_arrays_of_every_kind_are_written_as_plotly_writes_them():
+    rng = np.random.default_rng(0)
+    arrays = [
+        np.arange(5),  # int64 narrowed to int8
+        np.arange(300) * 200,  # to int32
+        np.array([2**40, 1]),  # too wide: a list
+        np.arange(4, dtype=np.uint64),
+        np.arange(70000, dtype=np.uint64),
+        rng.normal(size=(3, 4)),  # 2-D, with its shape
+        rng.normal(size=(3, 4)).astype(np.float32).T,  # not contiguous
+        np.arange(6, dtype=np.int16)[::2],
+        np.array([True, False]),
+        np.array(["a", "b"]),
+        np.array([], dtype=np.float64),
+    ]
+    for values in arrays:
+        fig = figure([dict(type="scatter", x=values, y=np.arange(len(values)))], {})
+        plain, checked = fig.json_pair()
+        assert plain == checked, values
