@@ -357,9 +357,32 @@ class EncoderRun:
     special_positions: tuple[int, ...] = ()
 
 
+# A key naming a trained checkpoint rather than a catalogue entry: `checkpoint:<stem>`. Only
+# the page makes these, from a shipped name or the visitor's own folder (never from a link),
+# so the stem, and with it every cache entry, is one visitor's own.
+CHECKPOINT_KEY = "checkpoint:"
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def load_trained_attention(stem: str):
+    """A trained Transformer read like the catalogue's models (models/trained_attention.py),
+    around the shared checkpoint (loaded once): only ever read."""
+    from models.trained_attention import TrainedAttention
+
+    return TrainedAttention(load_checkpoint(stem))
+
+
+def attention_model(key: str):
+    """The attention lesson's model: a trained checkpoint (`checkpoint:<stem>`) or one the
+    catalogue lists."""
+    if key.startswith(CHECKPOINT_KEY):
+        return load_trained_attention(key.removeprefix(CHECKPOINT_KEY))
+    return load_attention_model(key)
+
+
 @st.cache_data(max_entries=128, show_spinner=False)
 def attention_run(key: str, text: str) -> EncoderRun:
-    model = load_attention_model(key)
+    model = attention_model(key)
     tokenized = model.tokenize(text)
     return EncoderRun(
         tokenized, model.run_with_cache(tokenized), model.special_positions(tokenized)
@@ -376,7 +399,7 @@ def encoder_run(text: str) -> EncoderRun:
 def ablation_run(key: str, text: str, heads: tuple[tuple[int, int], ...]):
     from models.ablation import ablate
 
-    model = load_attention_model(key)
+    model = attention_model(key)
     return ablate(model, model.tokenize(text), heads)
 
 
@@ -384,7 +407,7 @@ def ablation_run(key: str, text: str, heads: tuple[tuple[int, int], ...]):
 def every_head_run(key: str, text: str) -> np.ndarray:
     from models.ablation import every_head_effect
 
-    model = load_attention_model(key)
+    model = attention_model(key)
     return every_head_effect(model, model.tokenize(text))
 
 
@@ -457,6 +480,48 @@ def load_checkpoint(stem: str):
 
     limit_threads()
     return checkpoints.load(stem)
+
+
+def trained_stem(name: str) -> str:
+    """Where the trained model `name` is kept: with the shipped checkpoints, or in this
+    visitor's own folder (a visitor's model names never clash with the shipped ones)."""
+    from models import trained_sources as ts
+    from models.train import CHECKPOINT_DIR
+
+    if name in (*ts.SHIPPED_TRANSFORMERS, ts.SHIPPED_ENCODER_DECODER):
+        return str(CHECKPOINT_DIR / name)
+    return str(load_visitor_store().folder(visitor_id()) / name)
+
+
+def about_trained(checkpoint, key_prefix: str) -> str:
+    """Which trained weights are shown, in the string `<key_prefix>.<task>`: the task, the
+    size and the result measured when training ended (the checkpoint's metrics)."""
+    task, spec = checkpoint.task, checkpoint.config.get("model", {})
+    metrics = checkpoint.metrics
+    return t(
+        f"{key_prefix}.{task.get('name')}",
+        n_layers=spec.get("n_layers"),
+        n_heads=spec.get("n_heads"),
+        d_model=spec.get("d_model"),
+        steps=checkpoint.config.get("training", {}).get("steps", "?"),
+        accuracy=metrics.get("accuracy", float("nan")),
+        loss=metrics.get("loss", float("nan")),
+        lag=task.get("lag", "?"),
+        shortest=task.get("min_repeat", "?"),
+        longest=task.get("max_repeat", "?"),
+    )
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def induction_roles(stem: str) -> dict:
+    """A trained induction model's strongest induction head and the strongest
+    previous-token head in a layer before it, measured on held-out sequences
+    (models/probes.py): `(layer, head, score)` each."""
+    from models.probes import circuit, head_scores
+    from models.tasks import task_from_config
+
+    checkpoint = load_checkpoint(stem)
+    return circuit(head_scores(checkpoint.model, task_from_config(checkpoint.task)))
 
 
 VISITOR_PARAM = "visitor"
