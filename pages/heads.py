@@ -181,8 +181,7 @@ def trained_intro(stem: str) -> None:
         roles["induction"],
         roles["previous_token"],
     )
-    text, jumps = st.columns([3, 1], vertical_alignment="center")
-    text.caption(
+    st.caption(
         t(
             "heads.trained.roles",
             i_layer=i_layer,
@@ -193,9 +192,10 @@ def trained_intro(stem: str) -> None:
             p_score=p_score,
         )
     )
-    for role, (layer, head) in (("induction", (i_layer, i_head)), ("previous", (p_layer, p_head))):
-        if layer >= 0:
-            jumps.button(
+    roles_shown = (("induction", (i_layer, i_head)), ("previous", (p_layer, p_head)))
+    for column, (role, (layer, head)) in zip(st.columns(2), roles_shown, strict=True):
+        if layer >= 0:  # no previous-token head when the induction head is in layer 0
+            column.button(
                 t(f"heads.trained.jump_{role}", layer=layer, head=head),
                 key=f"jump_{role}",
                 on_click=set_state,
