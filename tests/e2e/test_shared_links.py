@@ -3,8 +3,8 @@
 A deep link that is the very first visit to a fresh server keeps presenter mode, its
 language and its settings through the next change; a hand-typed ?lang=zh stays in the
 address bar, so a link copied at once opens in Chinese, and so do choices a link names by
-their value (`?tr_task=lm`); in presenter mode, hovering a
-chart names the cell or point under the pointer and a drag zooms onto what was framed.
+their value (`?tr_task=lm`); in presenter mode, hovering a chart names the cell or point
+under the pointer and a drag zooms onto what was framed.
 """
 
 from __future__ import annotations
