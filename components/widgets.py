@@ -110,20 +110,42 @@ def show_notes(notes: tuple[Note, ...] | list[Note]) -> None:
 _LINK_NOTES = "_link_notes"
 
 
-def _check_link(key: str, parse) -> None:
+def _check_link(key: str, parse) -> list[str] | None:
+    """The link's texts for `key` when they set the control's value in this run."""
     # `parse` runs only when the link holds a value for a control not yet drawn, so the
     # labels it needs (every option in every language) are built only then.
     notes = st.session_state.setdefault(_LINK_NOTES, {})
     if key in st.session_state:
-        return  # the control exists already: its value is the visitor's, not the link's
+        return None  # the control exists already: its value is the visitor's, not the link's
     raws = st.query_params.get_all(key)
     if not raws:
-        return
+        return None
     # Set even when valid: the link may name the value where the control shows a label.
     value, note = parse(raws)
     st.session_state[key] = value
     if note is not None:
         notes[key] = (note, value)
+    return raws
+
+
+def _relink(key: str, raws: list[str] | None, labels: list[str], value_type: str) -> None:
+    """Put the control's own texts for its value back in the address bar.
+
+    A bound control takes from a link only the labels it writes itself; for anything
+    else (a link naming the value, `?mask_kind=padding`, or a label of the other
+    language) Streamlit drops the parameter from the address bar, although the control
+    shows the value the link asked for (set by _check_link). A link copied from there
+    would lose that setting. Streamlit offers no public way to write a bound parameter,
+    so its own correction step is called (tests/e2e/test_shared_links.py fails if the
+    pinned Streamlit changes it).
+    """
+    if raws is None or raws == labels or not labels:
+        return
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    written = labels[0] if value_type == "string_value" else labels
+    with get_script_run_ctx().session_state.query_params() as params:
+        params.set_corrected_value(key, written, value_type)
 
 
 def _show_link_note(key: str, value) -> None:
@@ -168,19 +190,22 @@ def set_state(values: dict) -> None:
 
 def linked_selectbox(where, label: str, options, default, key: str, format_func=str, **extra):
     options = list(options)
-    _check_link(
+    raws = _check_link(
         key,
         lambda raws: parse_choice(raws[-1], options, default, _labels(options, format_func)),
     )
+    label_of = kept_labels(options, format_func)
     value = where.selectbox(
         label,
         options,
         index=options.index(default),
         key=key,
-        format_func=kept_labels(options, format_func),
+        format_func=label_of,
         bind="query-params",
         **extra,
     )
+    # Streamlit keeps a default out of the address bar.
+    _relink(key, raws and raws[-1:], [label_of(value)] if value != default else [], "string_value")
     _show_link_note(key, value)
     return value
 
@@ -196,22 +221,25 @@ def linked_multiselect(
     where, label: str, options, default: list, key: str, max_selections: int, format_func=str
 ):
     options = list(options)
-    _check_link(
+    raws = _check_link(
         key,
         lambda raws: parse_choices(
             raws, options, default, max_selections, _labels(options, format_func)
         ),
     )
+    label_of = kept_labels(options, format_func)
     value = where.multiselect(
         label,
         options,
         default=default,
         key=key,
         max_selections=max_selections,
-        format_func=kept_labels(options, format_func),
+        format_func=label_of,
         placeholder=t("app.choices_placeholder"),  # Streamlit's own is English only
         bind="query-params",
     )
+    labels = [label_of(option) for option in value] if value != default else []
+    _relink(key, raws, labels, "string_array_value")
     _show_link_note(key, value)
     return value
 
