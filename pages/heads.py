@@ -34,6 +34,7 @@ from components.widgets import (
     attention_run,
     every_head_run,
     induction_roles,
+    induction_roles_text,
     linked_multiselect,
     linked_selectbox,
     linked_slider,
@@ -177,23 +178,9 @@ def trained_intro(stem: str) -> None:
     if checkpoint.task.get("name") != "induction":
         return
     roles = induction_roles(stem)
-    (i_layer, i_head, i_score), (p_layer, p_head, p_score) = (
-        roles["induction"],
-        roles["previous_token"],
-    )
-    st.caption(
-        t(
-            "heads.trained.roles",
-            i_layer=i_layer,
-            i_head=i_head,
-            i_score=i_score,
-            p_layer=p_layer,
-            p_head=p_head,
-            p_score=p_score,
-        )
-    )
-    roles_shown = (("induction", (i_layer, i_head)), ("previous", (p_layer, p_head)))
-    for column, (role, (layer, head)) in zip(st.columns(2), roles_shown, strict=True):
+    st.caption(induction_roles_text(roles, "heads.trained.roles"))
+    shown = (("induction", roles["induction"]), ("previous", roles["previous_token"]))
+    for column, (role, (layer, head, _)) in zip(st.columns(2), shown, strict=True):
         if layer >= 0:  # no previous-token head when the induction head is in layer 0
             column.button(
                 t(f"heads.trained.jump_{role}", layer=layer, head=head),
