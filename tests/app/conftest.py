@@ -85,15 +85,15 @@ def heatmap_grid(z) -> np.ndarray:
     return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
 
 
-def save_shipped(store, visitor: str, name: str, stamp: str = "") -> str:
-    """Save the shipped checkpoint `name` among `visitor`'s models, as the training lab
-    saves a run; returns the name it was saved under."""
+def save_shipped(store, visitor: str, name: str, stamp: str = "", as_name: str = "") -> str:
+    """Save the shipped checkpoint `name` among `visitor`'s models (under `as_name` if
+    given), as the training lab saves a run; returns the name it was saved under."""
     from models import checkpoints
     from models.train import CHECKPOINT_DIR
 
     saved = checkpoints.load(CHECKPOINT_DIR / name)
     return store.save(
-        visitor, name, saved.model, stamp, task=saved.task, metrics=saved.metrics
+        visitor, as_name or name, saved.model, stamp, task=saved.task, metrics=saved.metrics
     ).name
 
 

@@ -140,6 +140,24 @@ def test_a_visitors_own_models_are_offered_and_every_section_runs(saved_visitor)
     assert any("repeat symbols 5 steps later" in m for m in messages(at))
 
 
+def test_two_visitors_models_of_the_same_name_are_never_confused():
+    store, first, second = load_visitor_store(), new_visitor(), new_visitor()
+    try:
+        name = save_shipped(store, first, ts.SHIPPED_INDUCTION, "120000", as_name="mine")
+        assert name == save_shipped(store, second, "copy-lag5-transformer", "120000", "mine")
+        shown = ((first, "comes twice", True), (second, "repeat symbols 5 steps later", False))
+        for visitor, task, induction_symbols in shown:
+            at = open_lesson("heads", SENTENCE, visitor=visitor, model=f"mine:{name}")
+            _no_failure(at)
+            assert any(task in m for m in messages(at))
+            # The heads drawn are this visitor's model's (induction symbols are t0 … t31).
+            first_label = chart(at, "one_head")["data"][0]["x"][0]
+            assert first_label.startswith("0:t") == induction_symbols
+    finally:
+        forget_visitor(store, first)
+        forget_visitor(store, second)
+
+
 def test_another_visitor_cannot_open_those_models_and_is_told_why(saved_visitor):
     _, names = saved_visitor
     _minilm_instead(open_lesson("heads", SENTENCE, model=f"mine:{names[0]}"))
