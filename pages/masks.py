@@ -247,8 +247,8 @@ if checkpoint is not None and checkpoint.task.get("name") == "induction":
         roles["induction"],
         roles["previous_token"],
     )
-    roles_text, jump = st.columns([3, 1], vertical_alignment="center")
-    roles_text.caption(
+    # The button goes under the text: beside it, a narrow screen cut its label.
+    st.caption(
         t(
             "masks.weights.roles",
             i_layer=i_layer,
@@ -259,7 +259,7 @@ if checkpoint is not None and checkpoint.task.get("name") == "induction":
             p_score=p_score,
         )
     )
-    jump.button(
+    st.button(
         t("masks.weights.jump", layer=i_layer, head=i_head),
         key="mask_jump",
         on_click=set_state,
