@@ -245,9 +245,9 @@ else:
 if checkpoint is not None and checkpoint.task.get("name") == "induction":
     roles = induction_roles(step_stem)
     i_layer, i_head, _ = roles["induction"]
-    roles_text, jump = st.columns([3, 1], vertical_alignment="center")
-    roles_text.caption(induction_roles_text(roles, "masks.weights.roles"))
-    jump.button(
+    # The button goes under the text: beside it, a narrow screen cut its label.
+    st.caption(induction_roles_text(roles, "masks.weights.roles"))
+    st.button(
         t("masks.weights.jump", layer=i_layer, head=i_head),
         key="mask_jump",
         on_click=set_state,
