@@ -161,6 +161,16 @@ def test_two_visitors_models_of_the_same_name_are_never_confused():
 def test_another_visitor_cannot_open_those_models_and_is_told_why(saved_visitor):
     _, names = saved_visitor
     _minilm_instead(open_lesson("heads", SENTENCE, model=f"mine:{names[0]}"))
+    # A link copied from the address bar names the model by its label, in either language.
+    for label in (
+        f"Your model {names[0]} · SeqLens Transformer you trained",
+        f"你的模型 {names[0]} · 你训练的 SeqLens Transformer",
+    ):
+        _minilm_instead(open_lesson("heads", SENTENCE, model=label))
+    # Anything else the link names gets the link's own note only.
+    at = open_lesson("heads", SENTENCE, model="Your model is this")
+    assert not any("not among your saved models" in m for m in messages(at))
+    assert any("does not offer" in m for m in messages(at))
 
 
 def test_a_model_deleted_while_chosen_gives_a_note_not_a_traceback(saved_visitor):
