@@ -554,6 +554,23 @@ def induction_roles(stem: str) -> dict:
     return circuit(head_scores(checkpoint.model, task_from_config(checkpoint.task)))
 
 
+def induction_roles_text(roles: dict, key: str) -> str:
+    """The string `key` naming the measured induction and previous-token heads and scores."""
+    (i_layer, i_head, i_score), (p_layer, p_head, p_score) = (
+        roles["induction"],
+        roles["previous_token"],
+    )
+    return t(
+        key,
+        i_layer=i_layer,
+        i_head=i_head,
+        i_score=i_score,
+        p_layer=p_layer,
+        p_head=p_head,
+        p_score=p_score,
+    )
+
+
 VISITOR_PARAM = "visitor"
 VISITOR_KEY = "visitor_id"
 VISITOR_FROM_LINK = "_visitor_from_link"  # the key came from a link, not made here

@@ -18,7 +18,7 @@ from components.attention import (
     token_focus_figure,
 )
 from components.frame import enter_lesson
-from components.i18n import t
+from components.i18n import LANGUAGES, t, using_language
 from components.labels import escape_label, head_label, markdown_literal, token_labels
 from components.summaries import (
     all_heads_summary,
@@ -34,6 +34,7 @@ from components.widgets import (
     attention_run,
     every_head_run,
     induction_roles,
+    induction_roles_text,
     linked_multiselect,
     linked_selectbox,
     linked_slider,
@@ -118,6 +119,22 @@ def cached_key(choice: str) -> str:
     return choice
 
 
+def own_model_missing(asked: object, trained: list[str]) -> bool:
+    """Whether `asked` names one of the visitor's models, by its key (`mine:<name>`) or by
+    its label in any language (a link copied from the address bar carries the label),
+    that is not among `trained`, the ones in their folder now."""
+    if not isinstance(asked, str):
+        return False
+    mine = [key for key in trained if key.startswith(MINE)]
+    known, names_mine = set(mine), asked.startswith(MINE)
+    for language in LANGUAGES:
+        with using_language(language):
+            known |= {trained_label(key) for key in mine}
+            before, _, after = t("heads.trained.option.mine").partition("{name}")
+        names_mine |= asked.startswith(before) and asked.endswith(after)
+    return names_mine and asked not in known
+
+
 def choose_model() -> str:
     """The model picker: the models the operator offers, then the trained Transformers;
     the operator's models that cannot be offered, with why not."""
@@ -126,8 +143,7 @@ def choose_model() -> str:
     trained = trained_choices()
     # One of the visitor's models, asked for by a link or chosen in an earlier run, that is
     # not (or no longer) in their folder: the picker falls back to MiniLM, and says why.
-    asked = st.session_state.get("model", st.query_params.get("model", ""))
-    if isinstance(asked, str) and asked.startswith(MINE) and asked not in trained:
+    if own_model_missing(st.session_state.get("model", st.query_params.get("model")), trained):
         st.session_state["_heads_missing"] = True
     key = linked_selectbox(
         st,
@@ -177,23 +193,9 @@ def trained_intro(stem: str) -> None:
     if checkpoint.task.get("name") != "induction":
         return
     roles = induction_roles(stem)
-    (i_layer, i_head, i_score), (p_layer, p_head, p_score) = (
-        roles["induction"],
-        roles["previous_token"],
-    )
-    st.caption(
-        t(
-            "heads.trained.roles",
-            i_layer=i_layer,
-            i_head=i_head,
-            i_score=i_score,
-            p_layer=p_layer,
-            p_head=p_head,
-            p_score=p_score,
-        )
-    )
-    roles_shown = (("induction", (i_layer, i_head)), ("previous", (p_layer, p_head)))
-    for column, (role, (layer, head)) in zip(st.columns(2), roles_shown, strict=True):
+    st.caption(induction_roles_text(roles, "heads.trained.roles"))
+    shown = (("induction", roles["induction"]), ("previous", roles["previous_token"]))
+    for column, (role, (layer, head, _)) in zip(st.columns(2), shown, strict=True):
         if layer >= 0:  # no previous-token head when the induction head is in layer 0
             column.button(
                 t(f"heads.trained.jump_{role}", layer=layer, head=head),

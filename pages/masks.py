@@ -19,6 +19,7 @@ from components.widgets import (
     DEFAULT_SENTENCE,
     about_trained,
     induction_roles,
+    induction_roles_text,
     linked_selectbox,
     linked_slider,
     load_checkpoint,
@@ -244,23 +245,10 @@ else:
     st.info(about_trained(checkpoint, "masks.weights.about"))
 if checkpoint is not None and checkpoint.task.get("name") == "induction":
     roles = induction_roles(step_stem)
-    (i_layer, i_head, i_score), (p_layer, p_head, p_score) = (
-        roles["induction"],
-        roles["previous_token"],
-    )
-    roles_text, jump = st.columns([3, 1], vertical_alignment="center")
-    roles_text.caption(
-        t(
-            "masks.weights.roles",
-            i_layer=i_layer,
-            i_head=i_head,
-            i_score=i_score,
-            p_layer=p_layer,
-            p_head=p_head,
-            p_score=p_score,
-        )
-    )
-    jump.button(
+    i_layer, i_head, _ = roles["induction"]
+    # The button goes under the text: beside it, a narrow screen cut its label.
+    st.caption(induction_roles_text(roles, "masks.weights.roles"))
+    st.button(
         t("masks.weights.jump", layer=i_layer, head=i_head),
         key="mask_jump",
         on_click=set_state,

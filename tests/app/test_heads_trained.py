@@ -7,7 +7,15 @@ import json
 
 import numpy as np
 import pytest
-from conftest import chart, messages, open_lesson, plotly_array, texts
+from conftest import (
+    chart,
+    forget_visitor,
+    messages,
+    open_lesson,
+    plotly_array,
+    save_shipped,
+    texts,
+)
 
 from components.widgets import load_visitor_store
 from models import checkpoints
@@ -30,6 +38,14 @@ def _no_failure(at) -> None:
 
 def _keys(at) -> set[str]:
     return {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
+
+
+def _minilm_instead(at) -> None:
+    """The page fell back to MiniLM and says the visitor's model is not there."""
+    _no_failure(at)
+    assert at.selectbox(key="model").value == "all-MiniLM-L6-v2"
+    assert any("not among your saved models" in m for m in messages(at))
+    assert chart(at, "one_head")["data"][0]["x"][0] == "0:[CLS]"
 
 
 def _metadata(name: str) -> dict:
@@ -107,16 +123,10 @@ def test_a_sentence_the_language_model_cannot_read_at_all_gets_a_message():
 def saved_visitor():
     """A visitor key with an induction Transformer and a copy-task Transformer saved under it."""
     store, key = load_visitor_store(), new_visitor()
-    names = []
-    for name in (ts.SHIPPED_INDUCTION, "copy-lag5-transformer"):
-        saved = checkpoints.load(CHECKPOINT_DIR / name)
-        stem = store.save(
-            key, name, saved.model, task=saved.task, training={}, metrics=saved.metrics
-        )
-        names.append(stem.name)
+    shipped = (ts.SHIPPED_INDUCTION, "copy-lag5-transformer")
+    names = [save_shipped(store, key, name) for name in shipped]
     yield key, names
-    for model in store.list(key):
-        store._delete(model.stem)
+    forget_visitor(store, key)
 
 
 def test_a_visitors_own_models_are_offered_and_every_section_runs(saved_visitor):
@@ -130,13 +140,37 @@ def test_a_visitors_own_models_are_offered_and_every_section_runs(saved_visitor)
     assert any("repeat symbols 5 steps later" in m for m in messages(at))
 
 
+def test_two_visitors_models_of_the_same_name_are_never_confused():
+    store, first, second = load_visitor_store(), new_visitor(), new_visitor()
+    try:
+        name = save_shipped(store, first, ts.SHIPPED_INDUCTION, "120000", as_name="mine")
+        assert name == save_shipped(store, second, "copy-lag5-transformer", "120000", "mine")
+        shown = ((first, "comes twice", True), (second, "repeat symbols 5 steps later", False))
+        for visitor, task, induction_symbols in shown:
+            at = open_lesson("heads", SENTENCE, visitor=visitor, model=f"mine:{name}")
+            _no_failure(at)
+            assert any(task in m for m in messages(at))
+            # The heads drawn are this visitor's model's (induction symbols are t0 … t31).
+            first_label = chart(at, "one_head")["data"][0]["x"][0]
+            assert first_label.startswith("0:t") == induction_symbols
+    finally:
+        forget_visitor(store, first)
+        forget_visitor(store, second)
+
+
 def test_another_visitor_cannot_open_those_models_and_is_told_why(saved_visitor):
     _, names = saved_visitor
-    at = open_lesson("heads", SENTENCE, model=f"mine:{names[0]}")
-    _no_failure(at)
-    assert at.selectbox(key="model").value == "all-MiniLM-L6-v2"
-    assert any("not among your saved models" in m for m in messages(at))
-    assert chart(at, "one_head")["data"][0]["x"][0] == "0:[CLS]"
+    _minilm_instead(open_lesson("heads", SENTENCE, model=f"mine:{names[0]}"))
+    # A link copied from the address bar names the model by its label, in either language.
+    for label in (
+        f"Your model {names[0]} · SeqLens Transformer you trained",
+        f"你的模型 {names[0]} · 你训练的 SeqLens Transformer",
+    ):
+        _minilm_instead(open_lesson("heads", SENTENCE, model=label))
+    # Anything else the link names gets the link's own note only.
+    at = open_lesson("heads", SENTENCE, model="Your model is this")
+    assert not any("not among your saved models" in m for m in messages(at))
+    assert any("does not offer" in m for m in messages(at))
 
 
 def test_a_model_deleted_while_chosen_gives_a_note_not_a_traceback(saved_visitor):
@@ -144,14 +178,8 @@ def test_a_model_deleted_while_chosen_gives_a_note_not_a_traceback(saved_visitor
     at = open_lesson("heads", SENTENCE, visitor=key, model=f"mine:{names[1]}")
     _no_failure(at)
     assert at.selectbox(key="model").value == f"mine:{names[1]}"
-    store = load_visitor_store()
-    for model in store.list(key):  # the age limit or the size cap, meanwhile
-        store._delete(model.stem)
-    at.run()
-    _no_failure(at)
-    assert at.selectbox(key="model").value == "all-MiniLM-L6-v2"
-    assert any("not among your saved models" in m for m in messages(at))
-    assert chart(at, "one_head")["data"][0]["x"][0] == "0:[CLS]"
+    forget_visitor(load_visitor_store(), key)  # the age limit or the size cap, meanwhile
+    _minilm_instead(at.run())
 
 
 def test_a_checkpoint_gone_before_it_was_loaded_gives_a_note(saved_visitor):
