@@ -70,3 +70,36 @@ def test_choosing_a_model_from_the_operators_folder_redraws_the_heads(
     screenshot(page, "model-choice-llama")
     assert_page_healthy(page)
     assert outside_requests(seen) == []
+
+
+def test_choosing_the_trained_induction_model_draws_its_heads_and_jumps_to_them(
+    page, app_server, request_log
+):
+    seen = record_requests(page, app_server, request_log, "trained-model-choice")
+    page.goto(f"{app_server}/heads?sentence=the+cat+sat+on+the+mat")
+    wait_for_charts(page, FIRST_CHART_TIMEOUT_MS)
+    wait_for_tick_words(page, "one_head", ["[CLS]", "cat"], RERUN_TIMEOUT_MS)
+    wait_until_idle(page)
+
+    page.locator(".st-key-model").click()
+    page.get_by_role("option", name=re.compile(r"^Induction model · SeqLens")).click()
+
+    # Its task's own symbols, not the sentence: t0 … t31.
+    wait_for_tick_words(page, "one_head", ["t23", "t6"], RERUN_TIMEOUT_MS)
+    wait_until_idle(page)
+    expect(page.get_by_text(re.compile("reads its task's own held-out sequence"))).to_be_visible()
+    jump = page.get_by_role("button", name=re.compile(r"^Induction head: layer \d+, head \d+"))
+    layer, head = re.findall(r"\d+", jump.inner_text())
+    jump.click()
+    wait_until_idle(page)
+    # The chosen head (it opened on layer 1, head 1) is the measured one now.
+    expect(
+        page.get_by_role("heading", name=f"Layer {layer}, head {head}", exact=True)
+    ).to_be_visible()
+    page.wait_for_function(
+        "() => (new URLSearchParams(location.search).get('model') || '').startsWith('Induction')",
+        timeout=RERUN_TIMEOUT_MS,
+    )
+    screenshot(page, "model-choice-induction")
+    assert_page_healthy(page)
+    assert outside_requests(seen) == []
