@@ -45,17 +45,21 @@ def models_server(tmp_path_factory):
         server.stop()
 
 
+def choose_model(page, base_url: str, option: str) -> None:
+    """Open the attention lesson on MiniLM, then pick the model whose label matches `option`."""
+    page.goto(f"{base_url}/heads?sentence=the+cat+sat+on+the+mat")
+    wait_for_charts(page, FIRST_CHART_TIMEOUT_MS)
+    wait_for_tick_words(page, "one_head", ["[CLS]", "cat"], RERUN_TIMEOUT_MS)
+    wait_until_idle(page)
+    page.locator(".st-key-model").click()
+    page.get_by_role("option", name=re.compile(option)).click()
+
+
 def test_choosing_a_model_from_the_operators_folder_redraws_the_heads(
     page, models_server, request_log
 ):
     seen = record_requests(page, models_server, request_log, "model-choice")
-    page.goto(f"{models_server}/heads?sentence=the+cat+sat+on+the+mat")
-    wait_for_charts(page, FIRST_CHART_TIMEOUT_MS)
-    wait_for_tick_words(page, "one_head", ["[CLS]", "cat"], RERUN_TIMEOUT_MS)
-    wait_until_idle(page)
-
-    page.locator(".st-key-model").click()
-    page.get_by_role("option", name=re.compile(r"^tiny-llama · Llama")).click()
+    choose_model(page, models_server, r"^tiny-llama · Llama")
 
     wait_for_tick_words(page, "one_head", ["<s>", "cat", "mat"], RERUN_TIMEOUT_MS)
     wait_until_idle(page)
@@ -76,13 +80,7 @@ def test_choosing_the_trained_induction_model_draws_its_heads_and_jumps_to_them(
     page, app_server, request_log
 ):
     seen = record_requests(page, app_server, request_log, "trained-model-choice")
-    page.goto(f"{app_server}/heads?sentence=the+cat+sat+on+the+mat")
-    wait_for_charts(page, FIRST_CHART_TIMEOUT_MS)
-    wait_for_tick_words(page, "one_head", ["[CLS]", "cat"], RERUN_TIMEOUT_MS)
-    wait_until_idle(page)
-
-    page.locator(".st-key-model").click()
-    page.get_by_role("option", name=re.compile(r"^Induction model · SeqLens")).click()
+    choose_model(page, app_server, r"^Induction model · SeqLens")
 
     # Its task's own symbols, not the sentence: t0 … t31.
     wait_for_tick_words(page, "one_head", ["t23", "t6"], RERUN_TIMEOUT_MS)
