@@ -45,7 +45,9 @@ def _finite_line(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _end_marker(at: float, text: str) -> dict:
-    """The dashed line where the sentence ends, with its label: layout shapes/annotations."""
+    """The dashed line where the sentence ends, with its label: layout shapes/annotations.
+    The label hangs inside the plot, beside the line's top: above the plot it met the
+    legend, which sits there too."""
     marker = dict(shapes=[vline(at, dict(color="#444", width=2, dash="dash"))])
     if text:
         marker["annotations"] = [
@@ -56,7 +58,9 @@ def _end_marker(at: float, text: str) -> dict:
                 text=text,
                 showarrow=False,
                 xanchor="left",
-                yanchor="bottom",
+                yanchor="top",
+                xshift=4,
+                bgcolor="rgba(255,255,255,0.85)",
             )
         ]
     return marker

@@ -140,11 +140,13 @@ def all_heads_summary(
     # A token on itself or on a neighbour: many heads do just that, and it says little.
     near = np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= 1
     inner[:, :, near] = -1.0
+    # A model with no special tokens (SeqLens's trained Transformers) has no sink to count.
+    plain = "" if specials else "_plain"
     if inner.max() < 0:
-        return t("summary.all_heads_sinks", count=count, n_sink=n_sink, specials=names)
+        return t(f"summary.all_heads_sinks{plain}", count=count, n_sink=n_sink, specials=names)
     la, h, q, k = np.unravel_index(int(np.argmax(inner)), inner.shape)
     return t(
-        "summary.all_heads",
+        f"summary.all_heads{plain}",
         count=count,
         layer=int(la),
         head=int(h),

@@ -110,20 +110,42 @@ def show_notes(notes: tuple[Note, ...] | list[Note]) -> None:
 _LINK_NOTES = "_link_notes"
 
 
-def _check_link(key: str, parse) -> None:
+def _check_link(key: str, parse) -> list[str] | None:
+    """The link's texts for `key` when they set the control's value in this run."""
     # `parse` runs only when the link holds a value for a control not yet drawn, so the
     # labels it needs (every option in every language) are built only then.
     notes = st.session_state.setdefault(_LINK_NOTES, {})
     if key in st.session_state:
-        return  # the control exists already: its value is the visitor's, not the link's
+        return None  # the control exists already: its value is the visitor's, not the link's
     raws = st.query_params.get_all(key)
     if not raws:
-        return
+        return None
     # Set even when valid: the link may name the value where the control shows a label.
     value, note = parse(raws)
     st.session_state[key] = value
     if note is not None:
         notes[key] = (note, value)
+    return raws
+
+
+def _relink(key: str, raws: list[str] | None, labels: list[str], value_type: str) -> None:
+    """Put the control's own texts for its value back in the address bar.
+
+    A bound control takes from a link only the labels it writes itself; for anything
+    else (a link naming the value, `?mask_kind=padding`, or a label of the other
+    language) Streamlit drops the parameter from the address bar, although the control
+    shows the value the link asked for (set by _check_link). A link copied from there
+    would lose that setting. Streamlit offers no public way to write a bound parameter,
+    so its own correction step is called (tests/e2e/test_shared_links.py fails if the
+    pinned Streamlit changes it).
+    """
+    if raws is None or raws == labels or not labels:
+        return
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    written = labels[0] if value_type == "string_value" else labels
+    with get_script_run_ctx().session_state.query_params() as params:
+        params.set_corrected_value(key, written, value_type)
 
 
 def _show_link_note(key: str, value) -> None:
@@ -168,19 +190,22 @@ def set_state(values: dict) -> None:
 
 def linked_selectbox(where, label: str, options, default, key: str, format_func=str, **extra):
     options = list(options)
-    _check_link(
+    raws = _check_link(
         key,
         lambda raws: parse_choice(raws[-1], options, default, _labels(options, format_func)),
     )
+    label_of = kept_labels(options, format_func)
     value = where.selectbox(
         label,
         options,
         index=options.index(default),
         key=key,
-        format_func=kept_labels(options, format_func),
+        format_func=label_of,
         bind="query-params",
         **extra,
     )
+    # Streamlit keeps a default out of the address bar.
+    _relink(key, raws and raws[-1:], [label_of(value)] if value != default else [], "string_value")
     _show_link_note(key, value)
     return value
 
@@ -196,22 +221,25 @@ def linked_multiselect(
     where, label: str, options, default: list, key: str, max_selections: int, format_func=str
 ):
     options = list(options)
-    _check_link(
+    raws = _check_link(
         key,
         lambda raws: parse_choices(
             raws, options, default, max_selections, _labels(options, format_func)
         ),
     )
+    label_of = kept_labels(options, format_func)
     value = where.multiselect(
         label,
         options,
         default=default,
         key=key,
         max_selections=max_selections,
-        format_func=kept_labels(options, format_func),
+        format_func=label_of,
         placeholder=t("app.choices_placeholder"),  # Streamlit's own is English only
         bind="query-params",
     )
+    labels = [label_of(option) for option in value] if value != default else []
+    _relink(key, raws, labels, "string_array_value")
     _show_link_note(key, value)
     return value
 
@@ -357,9 +385,32 @@ class EncoderRun:
     special_positions: tuple[int, ...] = ()
 
 
+# A key naming a trained checkpoint rather than a catalogue entry: `checkpoint:<stem>`. Only
+# the page makes these, from a shipped name or the visitor's own folder (never from a link),
+# so the stem, and with it every cache entry, is one visitor's own.
+CHECKPOINT_KEY = "checkpoint:"
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def load_trained_attention(stem: str):
+    """A trained Transformer read like the catalogue's models (models/trained_attention.py),
+    around the shared checkpoint (loaded once): only ever read."""
+    from models.trained_attention import TrainedAttention
+
+    return TrainedAttention(load_checkpoint(stem))
+
+
+def attention_model(key: str):
+    """The attention lesson's model: a trained checkpoint (`checkpoint:<stem>`) or one the
+    catalogue lists."""
+    if key.startswith(CHECKPOINT_KEY):
+        return load_trained_attention(key.removeprefix(CHECKPOINT_KEY))
+    return load_attention_model(key)
+
+
 @st.cache_data(max_entries=128, show_spinner=False)
 def attention_run(key: str, text: str) -> EncoderRun:
-    model = load_attention_model(key)
+    model = attention_model(key)
     tokenized = model.tokenize(text)
     return EncoderRun(
         tokenized, model.run_with_cache(tokenized), model.special_positions(tokenized)
@@ -376,7 +427,7 @@ def encoder_run(text: str) -> EncoderRun:
 def ablation_run(key: str, text: str, heads: tuple[tuple[int, int], ...]):
     from models.ablation import ablate
 
-    model = load_attention_model(key)
+    model = attention_model(key)
     return ablate(model, model.tokenize(text), heads)
 
 
@@ -384,7 +435,7 @@ def ablation_run(key: str, text: str, heads: tuple[tuple[int, int], ...]):
 def every_head_run(key: str, text: str) -> np.ndarray:
     from models.ablation import every_head_effect
 
-    model = load_attention_model(key)
+    model = attention_model(key)
     return every_head_effect(model, model.tokenize(text))
 
 
@@ -457,6 +508,65 @@ def load_checkpoint(stem: str):
 
     limit_threads()
     return checkpoints.load(stem)
+
+
+def trained_stem(name: str) -> str:
+    """Where the trained model `name` is kept: with the shipped checkpoints, or in this
+    visitor's own folder (a visitor's model names never clash with the shipped ones)."""
+    from models import trained_sources as ts
+    from models.train import CHECKPOINT_DIR
+
+    if name in (*ts.SHIPPED_TRANSFORMERS, ts.SHIPPED_ENCODER_DECODER):
+        return str(CHECKPOINT_DIR / name)
+    return str(load_visitor_store().folder(visitor_id()) / name)
+
+
+def about_trained(checkpoint, key_prefix: str) -> str:
+    """Which trained weights are shown, in the string `<key_prefix>.<task>`: the task, the
+    size and the result measured when training ended (the checkpoint's metrics)."""
+    task, spec = checkpoint.task, checkpoint.config.get("model", {})
+    metrics = checkpoint.metrics
+    return t(
+        f"{key_prefix}.{task.get('name')}",
+        n_layers=spec.get("n_layers"),
+        n_heads=spec.get("n_heads"),
+        d_model=spec.get("d_model"),
+        steps=checkpoint.config.get("training", {}).get("steps", "?"),
+        accuracy=metrics.get("accuracy", float("nan")),
+        loss=metrics.get("loss", float("nan")),
+        lag=task.get("lag", "?"),
+        shortest=task.get("min_repeat", "?"),
+        longest=task.get("max_repeat", "?"),
+    )
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def induction_roles(stem: str) -> dict:
+    """A trained induction model's strongest induction head and the strongest
+    previous-token head in a layer before it, measured on held-out sequences
+    (models/probes.py): `(layer, head, score)` each."""
+    from models.probes import circuit, head_scores
+    from models.tasks import task_from_config
+
+    checkpoint = load_checkpoint(stem)
+    return circuit(head_scores(checkpoint.model, task_from_config(checkpoint.task)))
+
+
+def induction_roles_text(roles: dict, key: str) -> str:
+    """The string `key` naming the measured induction and previous-token heads and scores."""
+    (i_layer, i_head, i_score), (p_layer, p_head, p_score) = (
+        roles["induction"],
+        roles["previous_token"],
+    )
+    return t(
+        key,
+        i_layer=i_layer,
+        i_head=i_head,
+        i_score=i_score,
+        p_layer=p_layer,
+        p_head=p_head,
+        p_score=p_score,
+    )
 
 
 VISITOR_PARAM = "visitor"

@@ -37,7 +37,7 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask
 from transformers.utils import logging as hf_logging
 # isort: on
 
-from models.inputs import Tokenized
+from models.inputs import Note, Tokenized, tokenization_notes
 from models.model_files import ARCHITECTURES, ModelRefused, check_folder
 
 # The page caps the tokens it draws (special tokens included). 128 keeps every chart live.
@@ -243,8 +243,48 @@ class AttentionModel:
         return trace
 
     def head_keep(self, ablate: Iterable[tuple[int, int]]) -> torch.Tensor:
-        """`[1, layer, head]` ones, with a zero for every (layer, head) switched off."""
-        keep = torch.ones(1, self.cfg.n_layers, self.cfg.n_heads)
-        for layer, head in ablate:
-            keep[0, layer, head] = 0.0
-        return keep
+        return keep_factors(self.cfg, ablate)
+
+    # --- what the lesson says about the text ----------------------------------------
+
+    def reading_notes(self, tokenized: Tokenized, text: str) -> list[Note]:
+        """What the tokenizer did to `text`: cut it, read pieces as the unknown token, or
+        normalised words (accents stripped)."""
+        unknown = tokenized.unknown_spans(text, self.unknown_token)
+        n = len(tokenized.ids)
+        notes = tokenization_notes(n, tokenized.n_tokens_before_cap, MAX_TOKENS, unknown)
+        accents = accent_changes(text, self.tokenizer)
+        if accents:
+            shown = ", ".join(f"{word} → {normalised}" for word, normalised in accents[:8])
+            notes.append(Note("normalised", quote=shown))
+        return notes
+
+    def vocab_token(self, token_id) -> str:
+        """A vocabulary entry by id; ids the tokenizer never produces are named by number."""
+        token = self.tokenizer.convert_ids_to_tokens(int(token_id))
+        return token if token else f"#{int(token_id)}"
+
+
+def keep_factors(cfg: AttentionConfig, ablate: Iterable[tuple[int, int]]) -> torch.Tensor:
+    """`[1, layer, head]` ones, with a zero for every (layer, head) switched off."""
+    keep = torch.ones(1, cfg.n_layers, cfg.n_heads)
+    for layer, head in ablate:
+        keep[0, layer, head] = 0.0
+    return keep
+
+
+def accent_changes(text: str, tokenizer) -> list[tuple[str, str]]:
+    """Words the tokenizer's normaliser changes beyond lowercasing (accents stripped)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    normalizer = backend.normalizer if backend is not None else None
+    if normalizer is None:
+        return []
+    changes = []
+    for word in text.split():
+        # BERT's normaliser pads each CJK character with spaces, and SentencePiece-style
+        # ones mark spaces with ▁: neither changes a letter.
+        normalised = normalizer.normalize_str(word).replace(" ", "").replace("▁", "")
+        # Cased models keep the case; uncased ones only lowercase: neither is a change here.
+        if normalised not in (word, word.lower()) and (word, normalised) not in changes:
+            changes.append((word, normalised))
+    return changes

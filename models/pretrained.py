@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.hf_models import MAX_TOKENS, AttentionConfig, AttentionModel
+from models.hf_models import MAX_TOKENS, AttentionConfig, AttentionModel, accent_changes
 from models.inputs import Tokenized
 
 # Long imported from here by the loaders; they live in models/runtime.py now.
@@ -23,6 +23,7 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 EncoderConfig = AttentionConfig
 __all__ = [
     "MAX_TOKENS",
+    "accent_changes",
     "MODEL_NAME",
     "EncoderConfig",
     "PretrainedEncoder",
@@ -53,20 +54,3 @@ def stack_patterns(trace: dict[str, np.ndarray]) -> np.ndarray:
 def unknown_spans(tokenized: Tokenized, text: str, unknown_token: str) -> list[str]:
     """The pieces of `text` the tokenizer could only read as the unknown token."""
     return tokenized.unknown_spans(text, unknown_token)
-
-
-def accent_changes(text: str, tokenizer) -> list[tuple[str, str]]:
-    """Words the tokenizer's normaliser changes beyond lowercasing (accents stripped)."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    normalizer = backend.normalizer if backend is not None else None
-    if normalizer is None:
-        return []
-    changes = []
-    for word in text.split():
-        # BERT's normaliser pads each CJK character with spaces, and SentencePiece-style
-        # ones mark spaces with ▁: neither changes a letter.
-        normalised = normalizer.normalize_str(word).replace(" ", "").replace("▁", "")
-        # Cased models keep the case; uncased ones only lowercase: neither is a change here.
-        if normalised not in (word, word.lower()) and (word, normalised) not in changes:
-            changes.append((word, normalised))
-    return changes

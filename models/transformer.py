@@ -141,7 +141,10 @@ class Attention(nn.Module):
         cache: Cache | None,
         name: str,
         mask: torch.Tensor | None = None,
+        keep: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """`keep` (`[..., n_heads]`, per call) multiplies each head's output z before W_O
+        mixes the heads: 0 switches a head off, None leaves the computation as it is."""
         source = memory if self.cross else x
         # `...` is an optional batch dimension (training runs batches; the lessons do not).
         q = torch.einsum("...pd,hde->...hpe", x, self.W_Q) + self.b_Q[:, None]
@@ -159,6 +162,8 @@ class Attention(nn.Module):
             bias = torch.from_numpy(alibi).to(x.dtype)
         causal = self.cfg.causal and not self.cross
         scores, pattern, z = attention(q, k, v, causal=causal, bias=bias, mask=mask)
+        if keep is not None:
+            z = z * keep.to(z.dtype)[..., :, None, None]
         result = torch.einsum("...hqe,hed->...qd", z, self.W_O) + self.b_O
         for hook, value in (
             ("hook_q", q),
@@ -204,11 +209,13 @@ class Block(nn.Module):
         layer: int,
         mask: torch.Tensor | None = None,
         cross_mask: torch.Tensor | None = None,
+        head_keep: torch.Tensor | None = None,
     ) -> torch.Tensor:
         _record(cache, f"blocks.{layer}.hook_resid_pre", x)
         normalized = self.ln1(x)
         _record(cache, f"blocks.{layer}.ln1.hook_normalized", normalized)
-        x = x + self.attn(normalized, None, cache, f"blocks.{layer}.attn", mask)
+        keep = None if head_keep is None else head_keep[..., layer, :]
+        x = x + self.attn(normalized, None, cache, f"blocks.{layer}.attn", mask, keep)
         if hasattr(self, "cross_attn"):
             query_in = self.ln_cross(x)
             _record(cache, f"blocks.{layer}.ln_cross.hook_normalized", query_in)
@@ -267,6 +274,7 @@ class Transformer(nn.Module):
         cache: Cache | None,
         mask: torch.Tensor | None = None,
         cross_mask: torch.Tensor | None = None,
+        head_keep: torch.Tensor | None = None,
     ) -> torch.Tensor:
         # A batch `[batch, pos]` only without a cache: traces are of one sequence.
         tokens = self._tokens(tokens, batched=cache is None)
@@ -279,7 +287,7 @@ class Transformer(nn.Module):
             _record(cache, "hook_pos_embed", pos)
             x = x + pos
         for layer, block in enumerate(self.blocks):
-            x = block(x, memory, cache, layer, mask, cross_mask)
+            x = block(x, memory, cache, layer, mask, cross_mask, head_keep)
         out = self.ln_final(x)
         _record(cache, "hook_output", out)
         return out
@@ -290,10 +298,15 @@ class Transformer(nn.Module):
         memory: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
         cross_mask: torch.Tensor | None = None,
+        head_keep: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """`mask` (boolean `[pos, pos]`, True = may see) restricts self-attention in every
-        block, on top of `causal`; `cross_mask` (`[pos, source_pos]`) cross-attention."""
-        return self._run(tokens, memory, None, mask, cross_mask)
+        block, on top of `causal`; `cross_mask` (`[pos, source_pos]`) cross-attention.
+
+        `head_keep` (`[..., n_layers, n_heads]`, given per call, never stored) multiplies
+        each self-attention head's output z before W_O: 1 keeps a head, 0 switches it off.
+        A leading batch dimension runs one sequence under several settings at once."""
+        return self._run(tokens, memory, None, mask, cross_mask, head_keep)
 
     def run_with_cache(
         self,
@@ -301,10 +314,11 @@ class Transformer(nn.Module):
         memory: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
         cross_mask: torch.Tensor | None = None,
+        head_keep: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, Cache]:
         cache: Cache = {}
         with torch.no_grad():
-            out = self._run(tokens, memory, cache, mask, cross_mask)
+            out = self._run(tokens, memory, cache, mask, cross_mask, head_keep)
         return out, cache
 
 

@@ -1,7 +1,8 @@
 """Lesson: every attention head of a pretrained model, on the visitor's sentence.
 
 The model is all-MiniLM-L6-v2 unless the visitor picks another one the server's operator
-offers (models/catalog.py). Below the heads: switching heads off, and attention rollout.
+offers (models/catalog.py), a Transformer SeqLens ships trained, or one the visitor trained
+(models/trained_attention.py). Below the heads: switching heads off, and attention rollout.
 """
 
 import logging
@@ -17,7 +18,7 @@ from components.attention import (
     token_focus_figure,
 )
 from components.frame import enter_lesson
-from components.i18n import t
+from components.i18n import LANGUAGES, t, using_language
 from components.labels import escape_label, head_label, markdown_literal, token_labels
 from components.summaries import (
     all_heads_summary,
@@ -26,19 +27,28 @@ from components.summaries import (
     token_focus_summary,
 )
 from components.widgets import (
+    CHECKPOINT_KEY,
     ablation_run,
+    about_trained,
+    attention_model,
     attention_run,
     every_head_run,
+    induction_roles,
+    induction_roles_text,
     linked_multiselect,
     linked_selectbox,
     linked_slider,
-    load_attention_model,
+    load_checkpoint,
+    load_visitor_store,
     model_choices,
     sentence_or_stop,
     set_state,
     show_chart,
     show_notes,
+    trained_stem,
+    visitor_id,
 )
+from models import trained_sources as ts
 from models.attention_stats import (
     attention_rollout,
     head_statistics,
@@ -46,9 +56,9 @@ from models.attention_stats import (
     strongest_link,
 )
 from models.catalog import SHIPPED_KEY
-from models.inputs import Note, tokenization_notes
+from models.checkpoints import CheckpointError
 from models.model_files import ModelRefused
-from models.pretrained import MAX_TOKENS, accent_changes, stack_patterns, unknown_spans
+from models.pretrained import stack_patterns
 
 FAMILIES = {
     "bert": "BERT",
@@ -60,6 +70,9 @@ FAMILIES = {
 }
 # Controls whose options depend on the model: a new model starts them from their defaults.
 MODEL_BOUND_KEYS = ("layer", "head", "token", "ablate", "rollout_layer")
+# Picker keys of trained Transformers: shipped ones by checkpoint name, the visitor's own
+# by the name they were saved under (kept in their own folder, never named by a path).
+TRAINED, MINE = "trained:", "mine:"
 
 
 def count_text(n: int) -> str:
@@ -86,18 +99,64 @@ def refusal_text(code: str, params: dict) -> str:
     return t(f"heads.refused.{code}", **params)
 
 
+def trained_choices() -> list[str]:
+    """The shipped trained Transformers, then this visitor's own (newest first)."""
+    saved = ts.saved_transformers(load_visitor_store().list(visitor_id()))
+    return [TRAINED + name for name in ts.SHIPPED_TRANSFORMERS] + [MINE + name for name in saved]
+
+
+def trained_label(key: str) -> str:
+    if key.startswith(TRAINED):
+        return t(f"heads.trained.option.{key.removeprefix(TRAINED)}")
+    return t("heads.trained.option.mine", name=key.removeprefix(MINE))
+
+
+def cached_key(choice: str) -> str:
+    """What the model and its runs are cached under: a trained choice becomes its
+    checkpoint's stem (a visitor's in their own folder), a catalogue key stays as it is."""
+    if choice.startswith((TRAINED, MINE)):
+        return CHECKPOINT_KEY + trained_stem(choice.split(":", 1)[1])
+    return choice
+
+
+def own_model_missing(asked: object, trained: list[str]) -> bool:
+    """Whether `asked` names one of the visitor's models, by its key (`mine:<name>`) or by
+    its label in any language (a link copied from the address bar carries the label),
+    that is not among `trained`, the ones in their folder now."""
+    if not isinstance(asked, str):
+        return False
+    mine = [key for key in trained if key.startswith(MINE)]
+    known, names_mine = set(mine), asked.startswith(MINE)
+    for language in LANGUAGES:
+        with using_language(language):
+            known |= {trained_label(key) for key in mine}
+            before, _, after = t("heads.trained.option.mine").partition("{name}")
+        names_mine |= asked.startswith(before) and asked.endswith(after)
+    return names_mine and asked not in known
+
+
 def choose_model() -> str:
-    """The model picker: only models the operator offers; the others, with why not."""
+    """The model picker: the models the operator offers, then the trained Transformers;
+    the operator's models that cannot be offered, with why not."""
     choices = model_choices()
     offered = {c.key: c for c in choices if c.offered}
+    trained = trained_choices()
+    # One of the visitor's models, asked for by a link or chosen in an earlier run, that is
+    # not (or no longer) in their folder: the picker falls back to MiniLM, and says why.
+    if own_model_missing(st.session_state.get("model", st.query_params.get("model")), trained):
+        st.session_state["_heads_missing"] = True
     key = linked_selectbox(
         st,
         t("heads.model"),
-        list(offered),
+        [*offered, *trained],
         SHIPPED_KEY,
         key="model",
-        format_func=lambda k: model_label(offered[k]),
+        format_func=lambda k: model_label(offered[k]) if k in offered else trained_label(k),
     )
+    if st.session_state.get("_heads_missing") and key == SHIPPED_KEY:
+        st.info(t("heads.trained.not_saved"))
+    else:
+        st.session_state.pop("_heads_missing", None)
     refused = [c for c in choices if not c.offered]
     if refused:
         with st.expander(t("heads.refused_title", n=len(refused))):
@@ -114,7 +173,9 @@ def choose_model() -> str:
 def load_or_stop(key: str):
     try:
         with st.spinner(t("heads.loading")):
-            return load_attention_model(key)
+            return attention_model(key)
+    except CheckpointError:  # a visitor's model deleted meanwhile (age limit, size cap)
+        st.warning(t("heads.trained.gone"))
     except ModelRefused as refusal:
         # The reason may quote the operator's files (names, model type): shown literally.
         st.error(markdown_literal(refusal_text(refusal.code, refusal.params)))
@@ -124,16 +185,32 @@ def load_or_stop(key: str):
     st.stop()
 
 
-def vocab_token(token_id) -> str:
-    """A vocabulary entry by id; ids the tokenizer never produces are named by number."""
-    token = encoder.tokenizer.convert_ids_to_tokens(int(token_id))
-    return token if token else f"#{int(token_id)}"
+def trained_intro(stem: str) -> None:
+    """What the trained model is and what it scored; for an induction model, its measured
+    induction and previous-token heads, one click away."""
+    checkpoint = load_checkpoint(stem)
+    st.info(about_trained(checkpoint, "heads.trained.about"))
+    if checkpoint.task.get("name") != "induction":
+        return
+    roles = induction_roles(stem)
+    st.caption(induction_roles_text(roles, "heads.trained.roles"))
+    shown = (("induction", roles["induction"]), ("previous", roles["previous_token"]))
+    for column, (role, (layer, head, _)) in zip(st.columns(2), shown, strict=True):
+        if layer >= 0:  # no previous-token head when the induction head is in layer 0
+            column.button(
+                t(f"heads.trained.jump_{role}", layer=layer, head=head),
+                key=f"jump_{role}",
+                on_click=set_state,
+                args=({"layer": layer, "head": head},),
+            )
 
 
 def intro(cfg, key: str, name: str) -> None:
     sizes = dict(n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_model=cfg.d_model, d_head=cfg.d_head)
     family = FAMILIES.get(cfg.model_type, cfg.model_type)
-    if key == SHIPPED_KEY:
+    if key.startswith(CHECKPOINT_KEY):
+        trained_intro(key.removeprefix(CHECKPOINT_KEY))
+    elif key == SHIPPED_KEY:
         st.caption(t("heads.intro", model=name, **sizes))
     elif cfg.causal:
         st.caption(t("heads.intro_decoder", model=name, family=family, **sizes))
@@ -159,10 +236,11 @@ def intro(cfg, key: str, name: str) -> None:
 
 enter_lesson()
 st.header(t("heads.title"))
-model_key = choose_model()
+model_key = cached_key(choose_model())
+trained = model_key.startswith(CHECKPOINT_KEY)
 encoder = load_or_stop(model_key)
 cfg = encoder.cfg
-model_name = next(c.name for c in model_choices() if c.key == model_key)
+model_name = "" if trained else next(c.name for c in model_choices() if c.key == model_key)
 intro(cfg, model_key, model_name)
 
 sentence = sentence_or_stop()
@@ -173,19 +251,10 @@ except ModelRefused as refusal:  # a model that returns no attention weights
     st.error(markdown_literal(refusal_text(refusal.code, refusal.params)))
     st.stop()
 tokens = list(run.trace["tokens"])
-tokenized_notes = tokenization_notes(
-    len(tokens),
-    run.tokenized.n_tokens_before_cap,
-    MAX_TOKENS,
-    unknown_spans(run.tokenized, sentence.text, encoder.unknown_token),
-)
-accents = accent_changes(sentence.text, encoder.tokenizer)
-if accents:
-    shown = ", ".join(f"{word} → {normalised}" for word, normalised in accents[:8])
-    tokenized_notes.append(Note("normalised", quote=shown))
-show_notes(tokenized_notes)
+show_notes(encoder.reading_notes(run.tokenized, sentence.text))
 
-st.caption(t("heads.tokens", n=len(tokens)))
+reads_task = trained and not encoder.reads_sentence
+st.caption(t("heads.trained.task_tokens" if reads_task else "heads.tokens", n=len(tokens)))
 st.text(" · ".join(tokens))
 
 patterns = stack_patterns(run.trace)
@@ -265,7 +334,9 @@ with one:
 with focus:
     st.subheader(t("heads.focus_title"))
     words = [token.lstrip("Ġ▁").lower() for token in tokens]
-    default_query = words.index("it") if "it" in words else min(1, len(tokens) - 1)
+    # A decoder's last token sees every other one, and its output is the next token.
+    fallback = len(tokens) - 1 if cfg.causal else min(1, len(tokens) - 1)
+    default_query = words.index("it") if "it" in words else fallback
     # A new sentence starts again from its default token; a link restores its own.
     if st.session_state.get("_focus_tokens", tokens) != tokens:
         st.session_state["token"] = default_query
@@ -344,7 +415,10 @@ else:
 
 # --- switching heads off ----------------------------------------------------------------
 st.subheader(t("heads.ablate_title"))
-st.caption(t("heads.ablate_intro_decoder" if cfg.causal else "heads.ablate_intro"))
+if trained:
+    st.caption(t("heads.ablate_intro_trained"))
+else:
+    st.caption(t("heads.ablate_intro_decoder" if cfg.causal else "heads.ablate_intro"))
 all_heads = list(range(n_layers * n_heads))
 switched_off = linked_multiselect(
     st,
@@ -360,8 +434,9 @@ change = ablation_run(model_key, sentence.text, heads_off) if heads_off else Non
 if change is None:
     st.info(t("heads.ablate_none"))
 elif cfg.causal:
-    top_before, top_after = vocab_token(change.top_before), vocab_token(change.top_after)
-    shown = [escape_label(vocab_token(i)) for i in change.token_ids]
+    top_before = encoder.vocab_token(change.top_before)
+    top_after = encoder.vocab_token(change.top_after)
+    shown = [escape_label(encoder.vocab_token(i)) for i in change.token_ids]
     show_chart(
         next_token_figure(
             shown,

@@ -17,6 +17,9 @@ from components.masks import (
 from components.positional import curves_figure
 from components.widgets import (
     DEFAULT_SENTENCE,
+    about_trained,
+    induction_roles,
+    induction_roles_text,
     linked_selectbox,
     linked_slider,
     load_checkpoint,
@@ -27,6 +30,7 @@ from components.widgets import (
     set_state,
     show_chart,
     show_notes,
+    trained_stem,
     visitor_id,
 )
 from models import cost, kv_cache, masks, scaling
@@ -34,7 +38,6 @@ from models import trained_sources as ts
 from models.checkpoints import CheckpointError
 from models.inputs import prepare_sentence, tokenization_notes
 from models.tokenizer import PAD, SPECIAL_TOKENS
-from models.train import CHECKPOINT_DIR
 
 enter_lesson()
 
@@ -88,43 +91,6 @@ def weights_label(weights: str) -> str:
     if weights == RANDOM or weights in ts.SHIPPED_TRANSFORMERS:
         return t(f"masks.weights.{weights}")
     return t("masks.weights.mine", name=weights)
-
-
-def weights_stem(weights: str) -> str:
-    """Where a trained choice is kept: the shipped checkpoints, or this visitor's folder."""
-    if weights in (*ts.SHIPPED_TRANSFORMERS, ts.SHIPPED_ENCODER_DECODER):
-        return str(CHECKPOINT_DIR / weights)
-    return str(load_visitor_store().folder(visitor_id()) / weights)
-
-
-def about_trained(checkpoint) -> str:
-    """Which trained weights are shown: the task, the size, the measured result."""
-    task, spec = checkpoint.task, checkpoint.config.get("model", {})
-    metrics = checkpoint.metrics
-    return t(
-        f"masks.weights.about.{task.get('name')}",
-        n_layers=spec.get("n_layers"),
-        n_heads=spec.get("n_heads"),
-        d_model=spec.get("d_model"),
-        steps=checkpoint.config.get("training", {}).get("steps", "?"),
-        accuracy=metrics.get("accuracy", float("nan")),
-        loss=metrics.get("loss", float("nan")),
-        lag=task.get("lag", "?"),
-        shortest=task.get("min_repeat", "?"),
-        longest=task.get("max_repeat", "?"),
-    )
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def induction_roles(stem: str) -> dict:
-    """The trained induction model's strongest induction head and the strongest
-    previous-token head in a layer before it, measured on held-out sequences
-    (models/probes.py)."""
-    from models.probes import circuit, head_scores
-    from models.tasks import task_from_config
-
-    checkpoint = load_checkpoint(stem)
-    return circuit(head_scores(checkpoint.model, task_from_config(checkpoint.task)))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -254,7 +220,7 @@ kind = linked_selectbox(
 # Cross-attention needs an encoder–decoder: trained weights show the shipped translator.
 step_stem, checkpoint = "", None
 if weights != RANDOM:
-    stem = weights_stem(ts.SHIPPED_ENCODER_DECODER if kind == "cross" else weights)
+    stem = trained_stem(ts.SHIPPED_ENCODER_DECODER if kind == "cross" else weights)
     try:
         checkpoint, step_stem = load_checkpoint(stem), stem
     except CheckpointError:  # a visitor's model deleted meanwhile (age limit, size cap)
@@ -275,26 +241,13 @@ head = linked_slider(head_col, t("masks.head"), 0, step_cfg.n_heads - 1, 0, key=
 if checkpoint is None:
     st.caption(t("masks.weights.about.random"))
 else:
-    st.info(about_trained(checkpoint))
+    st.info(about_trained(checkpoint, "masks.weights.about"))
 if checkpoint is not None and checkpoint.task.get("name") == "induction":
     roles = induction_roles(step_stem)
-    (i_layer, i_head, i_score), (p_layer, p_head, p_score) = (
-        roles["induction"],
-        roles["previous_token"],
-    )
-    roles_text, jump = st.columns([3, 1], vertical_alignment="center")
-    roles_text.caption(
-        t(
-            "masks.weights.roles",
-            i_layer=i_layer,
-            i_head=i_head,
-            i_score=i_score,
-            p_layer=p_layer,
-            p_head=p_head,
-            p_score=p_score,
-        )
-    )
-    jump.button(
+    i_layer, i_head, _ = roles["induction"]
+    # The button goes under the text: beside it, a narrow screen cut its label.
+    st.caption(induction_roles_text(roles, "masks.weights.roles"))
+    st.button(
         t("masks.weights.jump", layer=i_layer, head=i_head),
         key="mask_jump",
         on_click=set_state,

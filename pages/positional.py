@@ -39,6 +39,7 @@ from components.widgets import (
     sentence_or_stop,
     show_chart,
     show_notes,
+    trained_stem,
     visitor_id,
 )
 from models import positional as pe
@@ -46,7 +47,6 @@ from models import trained_sources as ts
 from models.checkpoints import CheckpointError
 from models.inputs import tokenization_notes
 from models.tokenizer import MAX_TOKENS
-from models.train import CHECKPOINT_DIR
 
 enter_lesson()
 
@@ -84,12 +84,6 @@ def trained_label(name: str) -> str:
     if name in ts.SHIPPED_TRANSFORMERS:
         return t(f"positional.trained.{name}")
     return t("positional.trained.mine", name=name)
-
-
-def trained_stem(name: str) -> str:
-    if name in ts.SHIPPED_TRANSFORMERS:
-        return str(CHECKPOINT_DIR / name)
-    return str(load_visitor_store().folder(visitor_id()) / name)
 
 
 def learned_table(n_pos: int) -> np.ndarray:

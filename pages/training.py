@@ -53,7 +53,9 @@ sentence = sentence_or_stop()
 
 # Controls --------------------------------------------------------------------------------
 st.subheader(t("training.controls.title"))
-col_task, col_models, col_run = st.columns(3)
+# The models' column is the widest: its chips (up to four) stay on one line, also on a
+# projector's larger type.
+col_task, col_models, col_run = st.columns([1.3, 1.9, 1])
 task_name = linked_selectbox(
     col_task,
     t("training.controls.task"),

@@ -83,3 +83,21 @@ def heatmap_grid(z) -> np.ndarray:
     if isinstance(z, dict):
         return plotly_array(z).astype(float)
     return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
+
+
+def save_shipped(store, visitor: str, name: str, stamp: str = "", as_name: str = "") -> str:
+    """Save the shipped checkpoint `name` among `visitor`'s models (under `as_name` if
+    given), as the training lab saves a run; returns the name it was saved under."""
+    from models import checkpoints
+    from models.train import CHECKPOINT_DIR
+
+    saved = checkpoints.load(CHECKPOINT_DIR / name)
+    return store.save(
+        visitor, as_name or name, saved.model, stamp, task=saved.task, metrics=saved.metrics
+    ).name
+
+
+def forget_visitor(store, visitor: str) -> None:
+    """Delete every model saved for `visitor`."""
+    for model in store.list(visitor):
+        store._delete(model.stem)

@@ -42,7 +42,9 @@ def test_the_model_list_offers_the_folder_models_after_minilm(models_dir):
     box = at.selectbox(key="model")
     assert box.options[0].startswith("all-MiniLM-L6-v2")
     offered = [option.split(" · ")[0] for option in box.options]
-    assert offered == ["all-MiniLM-L6-v2", "tiny-bert", "tiny-gpt2", "tiny-llama"]
+    assert offered[:4] == ["all-MiniLM-L6-v2", "tiny-bert", "tiny-gpt2", "tiny-llama"]
+    # Then the Transformers SeqLens trained (models/trained_attention.py).
+    assert offered[4:] == ["Induction model", "Character language model"]
     assert "pickled" not in offered
     # The refused folder is named with its reason, as plain text.
     assert any(text.startswith("pickled: only a pickle checkpoint") for text in texts(at))
@@ -153,8 +155,13 @@ def test_models_over_the_operators_parameter_limit_are_listed_with_the_reason(mo
     at = open_lesson("heads", SENTENCE, model="folder:tiny-gpt2")
     assert not at.exception
     # Every tiny model has 25–35 thousand parameters: all refused. MiniLM ships with
-    # SeqLens and stays on offer, so a link to a refused model falls back to it.
-    assert [o.split(" · ")[0] for o in at.selectbox(key="model").options] == ["all-MiniLM-L6-v2"]
+    # SeqLens and stays on offer, so a link to a refused model falls back to it; so do the
+    # small Transformers SeqLens trained itself (the limit is for the operator's models).
+    assert [o.split(" · ")[0] for o in at.selectbox(key="model").options] == [
+        "all-MiniLM-L6-v2",
+        "Induction model",
+        "Character language model",
+    ]
     assert at.selectbox(key="model").value == "all-MiniLM-L6-v2"
     refused = [text for text in texts(at) if "over this server's limit of 20.0 k" in text]
     assert [text.split(":")[0] for text in refused] == ["tiny-bert", "tiny-gpt2", "tiny-llama"]

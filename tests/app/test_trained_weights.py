@@ -6,7 +6,17 @@ import json
 
 import numpy as np
 import pytest
-from conftest import chart, chart_specs, heatmap_grid, messages, open_lesson, plotly_array, texts
+from conftest import (
+    chart,
+    chart_specs,
+    forget_visitor,
+    heatmap_grid,
+    messages,
+    open_lesson,
+    plotly_array,
+    save_shipped,
+    texts,
+)
 
 from components.widgets import load_visitor_store
 from models import checkpoints
@@ -190,17 +200,10 @@ def test_positional_lesson_shows_what_the_trained_model_does_with_position_alone
 def saved_visitor():
     """A visitor key with a Transformer and a copy run of four models saved under it."""
     store, key = load_visitor_store(), new_visitor()
-    lm = checkpoints.load(CHECKPOINT_DIR / ts.SHIPPED_LM)
-    names = [store.save(key, "lm-transformer", lm.model, task=lm.task, metrics=lm.metrics).name]
-    for kind in ts.KINDS:
-        copy = checkpoints.load(CHECKPOINT_DIR / f"copy-lag20-{kind}")
-        stem = store.save(
-            key, f"copy-lag20-{kind}", copy.model, "120000", task=copy.task, metrics=copy.metrics
-        )
-        names.append(stem.name)
+    names = [save_shipped(store, key, ts.SHIPPED_LM)]
+    names += [save_shipped(store, key, f"copy-lag20-{kind}", "120000") for kind in ts.KINDS]
     yield key, names
-    for model in store.list(key):
-        store._delete(model.stem)
+    forget_visitor(store, key)
 
 
 def test_a_link_with_the_visitor_key_brings_the_models_back_in_a_new_session(saved_visitor):

@@ -45,17 +45,21 @@ def models_server(tmp_path_factory):
         server.stop()
 
 
+def choose_model(page, base_url: str, option: str) -> None:
+    """Open the attention lesson on MiniLM, then pick the model whose label matches `option`."""
+    page.goto(f"{base_url}/heads?sentence=the+cat+sat+on+the+mat")
+    wait_for_charts(page, FIRST_CHART_TIMEOUT_MS)
+    wait_for_tick_words(page, "one_head", ["[CLS]", "cat"], RERUN_TIMEOUT_MS)
+    wait_until_idle(page)
+    page.locator(".st-key-model").click()
+    page.get_by_role("option", name=re.compile(option)).click()
+
+
 def test_choosing_a_model_from_the_operators_folder_redraws_the_heads(
     page, models_server, request_log
 ):
     seen = record_requests(page, models_server, request_log, "model-choice")
-    page.goto(f"{models_server}/heads?sentence=the+cat+sat+on+the+mat")
-    wait_for_charts(page, FIRST_CHART_TIMEOUT_MS)
-    wait_for_tick_words(page, "one_head", ["[CLS]", "cat"], RERUN_TIMEOUT_MS)
-    wait_until_idle(page)
-
-    page.locator(".st-key-model").click()
-    page.get_by_role("option", name=re.compile(r"^tiny-llama · Llama")).click()
+    choose_model(page, models_server, r"^tiny-llama · Llama")
 
     wait_for_tick_words(page, "one_head", ["<s>", "cat", "mat"], RERUN_TIMEOUT_MS)
     wait_until_idle(page)
@@ -68,5 +72,32 @@ def test_choosing_a_model_from_the_operators_folder_redraws_the_heads(
     assert parse_qs(urlsplit(page.url).query)["model"][0].startswith("tiny-llama")
     page.locator(".st-key-rollout").scroll_into_view_if_needed()
     screenshot(page, "model-choice-llama")
+    assert_page_healthy(page)
+    assert outside_requests(seen) == []
+
+
+def test_choosing_the_trained_induction_model_draws_its_heads_and_jumps_to_them(
+    page, app_server, request_log
+):
+    seen = record_requests(page, app_server, request_log, "trained-model-choice")
+    choose_model(page, app_server, r"^Induction model · SeqLens")
+
+    # Its task's own symbols, not the sentence: t0 … t31.
+    wait_for_tick_words(page, "one_head", ["t23", "t6"], RERUN_TIMEOUT_MS)
+    wait_until_idle(page)
+    expect(page.get_by_text(re.compile("reads its task's own held-out sequence"))).to_be_visible()
+    jump = page.get_by_role("button", name=re.compile(r"^Induction head: layer \d+, head \d+"))
+    layer, head = re.findall(r"\d+", jump.inner_text())
+    jump.click()
+    wait_until_idle(page)
+    # The chosen head (it opened on layer 1, head 1) is the measured one now.
+    expect(
+        page.get_by_role("heading", name=f"Layer {layer}, head {head}", exact=True)
+    ).to_be_visible()
+    page.wait_for_function(
+        "() => (new URLSearchParams(location.search).get('model') || '').startsWith('Induction')",
+        timeout=RERUN_TIMEOUT_MS,
+    )
+    screenshot(page, "model-choice-induction")
     assert_page_healthy(page)
     assert outside_requests(seen) == []

@@ -2,8 +2,9 @@
 
 A deep link that is the very first visit to a fresh server keeps presenter mode, its
 language and its settings through the next change; a hand-typed ?lang=zh stays in the
-address bar, so a link copied at once opens in Chinese; in presenter mode, hovering a
-chart names the cell or point under the pointer and a drag zooms onto what was framed.
+address bar, so a link copied at once opens in Chinese, and so do choices a link names by
+their value (`?tr_task=lm`); in presenter mode, hovering a chart names the cell or point
+under the pointer and a drag zooms onto what was framed.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ except ImportError:  # the `browser` fixture skips (or fails in CI) with an inst
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 
 ZH = strings("zh")
+EN = strings("en")
 SIDEBAR = '[data-testid="stSidebar"]'
 PRESENTER_TOGGLE = '.st-key-_present_toggle input[type="checkbox"]'
 PROJECTOR = {"width": 1280, "height": 800}
@@ -142,6 +144,40 @@ def test_a_hand_typed_language_stays_in_the_link_and_a_copy_opens_in_chinese(bro
     finally:
         typed.close()
         copied_into.close()
+
+
+def address_bar_query(page) -> dict[str, list[str]]:
+    """The address bar as the browser has it now (history.replaceState included)."""
+    return parse_qs(urlsplit(page.evaluate("location.href")).query)
+
+
+def test_a_link_naming_choices_by_value_keeps_them_in_the_address_bar(browser, app_server):
+    """The home table links to `?tr_task=lm`, and teachers type such links by hand:
+    the controls show those choices, and the address bar keeps them (as the controls'
+    labels), so a link copied at once still opens on them."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        page.goto(f"{app_server}/training?tr_task=lm&tr_models_lm=lstm&tr_models_lm=transformer")
+        expect(page.get_by_role("heading", name=EN["training.title"])).to_be_visible(timeout=90_000)
+        wait_until_idle(page)
+        query = address_bar_query(page)
+        assert query.get("tr_task") == [EN["training.task.lm"]], query
+        assert query.get("tr_models_lm") == ["LSTM", "Transformer"], query
+
+        copied = page.evaluate("location.href")
+        fresh = context.new_page()
+        fresh.goto(copied)
+        expect(fresh.get_by_role("heading", name=EN["training.title"])).to_be_visible(
+            timeout=90_000
+        )
+        wait_until_idle(fresh)
+        task_box = fresh.locator(".st-key-tr_task").get_by_role("combobox")
+        expect(task_box).to_have_value(EN["training.task.lm"], timeout=60_000)
+        assert address_bar_query(fresh) == query
+        assert_page_healthy(fresh)
+    finally:
+        context.close()
 
 
 # ---------------------------------------------------------------- charts on the projector

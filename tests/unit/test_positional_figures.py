@@ -88,3 +88,15 @@ def test_order_figures_use_escaped_unique_token_labels():
     assert list(bars.data[0].x) == ["sinusoidal", "none"]
     assert bars.data[0].y[1] == LOG_FLOOR
     assert bars.layout.yaxis.type == "log"
+
+
+def test_the_end_marker_label_hangs_inside_the_plot_clear_of_the_legend():
+    """The legend sits on the plot's top edge; a label above that edge covered it."""
+    fig = curves_figure(
+        {"a": np.ones(4), "b": np.zeros(4)}, np.arange(4), marker_at=2, marker_text="built 32"
+    )
+    (label,) = fig.layout.annotations
+    assert label.text == "built 32" and label.x == 2
+    assert label.yref == "paper" and label.y <= 1.0 and label.yanchor == "top"
+    assert fig.layout.legend.y >= 1.0 and fig.layout.legend.yanchor == "bottom"
+    assert fig.layout.shapes[0].x0 == 2

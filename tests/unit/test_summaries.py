@@ -50,6 +50,11 @@ def test_all_heads_summary_finds_the_link_and_counts_sinks():
     assert "6 heads" in text
     assert "layer 1, head 2, it → animal 0.64" in text
     assert "1 heads put over half their weight on [CLS], [SEP]" in text
+    # Without special tokens there is no sink to count, and no dash standing for one.
+    plain = s.all_heads_summary(_patterns(), TOKENS)
+    assert plain == "6 heads. Strongest link between two tokens that are not neighbours: " + (
+        "layer 1, head 2, it → animal 0.64."
+    )
 
 
 def test_token_focus_names_the_best_head_and_the_mean_target():
