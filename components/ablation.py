@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
+from components.figure import PlainFigure, figure
 from components.palette import BLUE, VERMILLION
 
 _FONT = dict(size=14)
@@ -22,17 +22,18 @@ def next_token_figure(
     before_name: str,
     after_name: str,
     probability_title: str,
-) -> go.Figure:
+) -> PlainFigure:
     """The most likely next tokens, their probability with every head on and with the
     chosen heads off, side by side (most likely first, at the top)."""
     labels = list(tokens)
     bars = [
-        go.Bar(
+        dict(
+            type="bar",
             y=labels,
             x=values,
             name=name,
             orientation="h",
-            marker_color=color,
+            marker=dict(color=color),
             hovertemplate="%{y}: %{x:.4f}<extra>" + name + "</extra>",
         )
         for values, name, color in (
@@ -46,21 +47,22 @@ def next_token_figure(
         margin=dict(l=10, r=10, t=40, b=10),
         font=_FONT,
         legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
-        xaxis=dict(title_text=probability_title, rangemode="tozero"),
+        xaxis=dict(title=dict(text=probability_title), rangemode="tozero"),
         yaxis=dict(autorange="reversed", type="category", automargin=True),
     )
-    return go.Figure(data=bars, layout=layout)
+    return figure(bars, layout)
 
 
 def token_similarity_figure(
     labels: Sequence[str], cosine: np.ndarray, similarity_title: str
-) -> go.Figure:
+) -> PlainFigure:
     """Each token's last-layer vector: cosine similarity with the chosen heads off vs on."""
     low = float(min(np.min(cosine), 0.9)) if len(cosine) else 0.9
-    bar = go.Bar(
+    bar = dict(
+        type="bar",
         x=list(labels),
         y=cosine,
-        marker_color=AFTER_COLOR,
+        marker=dict(color=AFTER_COLOR),
         hovertemplate="%{x}: %{y:.5f}<extra></extra>",
     )
     layout = dict(
@@ -68,6 +70,6 @@ def token_similarity_figure(
         margin=dict(l=10, r=10, t=30, b=10),
         font=_FONT,
         xaxis=dict(type="category", tickangle=-60, automargin=True),
-        yaxis=dict(title_text=similarity_title, range=[low - 0.02 * (1 - low), 1.0]),
+        yaxis=dict(title=dict(text=similarity_title), range=[low - 0.02 * (1 - low), 1.0]),
     )
-    return go.Figure(data=[bar], layout=layout)
+    return figure([bar], layout)

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
+from components.figure import PlainFigure, figure
 from components.labels import head_label
 from components.margins import above_slanted, beside_axis, colorbar_px, slanted_overhang
 from components.palette import ATTENTION_COLORSCALE, HIGHLIGHT, png_data_uri, weights_to_rgb
@@ -26,7 +26,7 @@ _WEIGHT_TICKS = ("0", "0.2", "0.4", "0.6", "0.8", "1")
 def _key_axis(title: str, n: int) -> dict:
     """The token axis along the top of a [query or head] × key heatmap."""
     return dict(
-        title_text=title,
+        title=dict(text=title),
         tickangle=_KEY_ANGLE,
         type="category",
         side="top",
@@ -89,7 +89,7 @@ def all_heads_figure(
     title: str = "",
     head_title: str = "head",
     layer_title: str = "layer",
-) -> go.Figure:
+) -> PlainFigure:
     """Every head at once as one image (cheap to send and draw), the selected head outlined."""
     n_layers, n_heads, n, _ = patterns.shape
     # One pixel per weight: the PNG stays small and quick to encode at any length.
@@ -98,7 +98,7 @@ def all_heads_figure(
     pitch = cell + gap
     rgb = weights_to_rgb(composite_image(patterns, 1, gap))
     smooth = "fast" if rgb.shape[1] > _SHARP_UP_TO_PX else False
-    image = go.Image(source=png_data_uri(rgb), hoverinfo="skip", zsmooth=smooth)
+    image = dict(type="image", source=png_data_uri(rgb), hoverinfo="skip", zsmooth=smooth)
 
     # Pixel i is centred on coordinate i, so a tile starting at pixel a spans
     # [a − ½, a + cell − ½].
@@ -110,7 +110,8 @@ def all_heads_figure(
     if hover_text is None:
         hover_text = [[head_label(la, h) for h in range(n_heads)] for la in range(n_layers)]
     # An invisible one-cell-per-head layer gives each head a hover label.
-    hover = go.Heatmap(
+    hover = dict(
+        type="heatmap",
         z=np.zeros((n_layers, n_heads)),
         x=centers_x,
         y=centers_y,
@@ -150,7 +151,7 @@ def all_heads_figure(
             range=[-0.5 - gap, width - 0.5 + gap],
             showgrid=False,
             zeroline=False,
-            title_text=head_title,
+            title=dict(text=head_title),
         ),
         yaxis=dict(
             tickvals=centers_y,
@@ -159,11 +160,11 @@ def all_heads_figure(
             showgrid=False,
             zeroline=False,
             scaleanchor="x",
-            title_text=layer_title,
+            title=dict(text=layer_title),
         ),
     )
     # Everything goes in at once: each later update_* or add_* call is validated again.
-    return go.Figure(data=[image, hover], layout=layout)
+    return figure([image, hover], layout)
 
 
 def head_heatmap(
@@ -173,10 +174,11 @@ def head_heatmap(
     query_title: str = "query",
     key_title: str = "key",
     weight_title: str = "weight",
-) -> go.Figure:
+) -> PlainFigure:
     """One head, token labels on both axes, exact weights on hover."""
     n = pattern.shape[0]
-    heatmap = go.Heatmap(
+    heatmap = dict(
+        type="heatmap",
         z=pattern,
         x=list(labels),
         y=list(labels),
@@ -196,14 +198,14 @@ def head_heatmap(
         font=_FONT,
         xaxis=_key_axis(key_title, n),
         yaxis=dict(
-            title_text=query_title,
+            title=dict(text=query_title),
             autorange="reversed",
             type="category",
             automargin=True,
             **_token_ticks(n),
         ),
     )
-    return go.Figure(data=[heatmap], layout=layout)
+    return figure([heatmap], layout)
 
 
 def token_focus_figure(
@@ -213,7 +215,7 @@ def token_focus_figure(
     title: str = "",
     key_title: str = "key",
     weight_title: str = "weight",
-) -> go.Figure:
+) -> PlainFigure:
     """What one token attends to, in every head: one row per head, grouped by layer."""
     n_layers, n_heads, n, _ = patterns.shape
     rows = patterns[:, :, query_pos, :].reshape(n_layers * n_heads, n)
@@ -231,7 +233,8 @@ def token_focus_figure(
         )
         for layer in range(1, n_layers)
     ]
-    heatmap = go.Heatmap(
+    heatmap = dict(
+        type="heatmap",
         z=rows,
         x=list(labels),
         y=row_labels,
@@ -250,7 +253,7 @@ def token_focus_figure(
         xaxis=_key_axis(key_title, n),
         yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=10), automargin=True),
     )
-    return go.Figure(data=[heatmap], layout=layout)
+    return figure([heatmap], layout)
 
 
 # The per-head statistics: at most two grids side by side, so that each cell of a
@@ -263,7 +266,7 @@ SUMMARY_TICKS_PX = 30  # below it: the head labels
 
 def head_summary_figure(
     stats: dict[str, np.ndarray], titles: dict[str, str], formats: dict[str, str]
-) -> go.Figure:
+) -> PlainFigure:
     """One layer × head grid per statistic, two to a row (laid out by hand: plotly's
     make_subplots took longer than the rest of the figure)."""
     names = list(stats)
@@ -288,7 +291,8 @@ def head_summary_figure(
         top = 1 - (row * row_px + SUMMARY_TITLE_PX) / plot_px
         bottom = top - SUMMARY_PANEL_PX / plot_px
         traces.append(
-            go.Heatmap(
+            dict(
+                type="heatmap",
                 z=values,
                 x=[f"H{h}" for h in range(n_heads)],
                 y=layer_labels,
@@ -324,4 +328,4 @@ def head_summary_figure(
             )
         )
     layout["annotations"] = annotations
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)

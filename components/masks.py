@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
+from components.figure import PlainFigure, figure
 from components.palette import ATTENTION_COLORSCALE
 from components.positional import ENCODING_COLORSCALE, curves_parts
 
@@ -65,7 +65,7 @@ def step_heatmap(
     show_scale: bool = True,
     x_tickangle: int = -60,
     shapes: Sequence[dict] = (),
-) -> go.Figure:
+) -> PlainFigure:
     """One step of attention as a heatmap: rows are queries (or positions), columns keys
     (or dimensions). `masked` cells are drawn grey with `masked_text`; `weights` uses the
     0…1 attention colours, otherwise diverging colours centred on zero. Small matrices
@@ -81,7 +81,8 @@ def step_heatmap(
     small = cell_text and max(matrix.shape) <= _TEXT_UP_TO
     scale = dict(zmin=0.0, zmax=1.0) if weights else dict(zmid=0.0, zmin=-limit, zmax=limit)
     traces = [
-        go.Heatmap(
+        dict(
+            type="heatmap",
             # A plain array when nothing is hidden: sent as compact binary, not checked
             # and copied number by number as nested lists are.
             z=_with_gaps(matrix, hidden) if hidden.any() else matrix,
@@ -99,7 +100,8 @@ def step_heatmap(
     ]
     if hidden.any():
         traces.append(
-            go.Heatmap(
+            dict(
+                type="heatmap",
                 z=_with_gaps(np.ones(matrix.shape), ~hidden),
                 x=list(x_labels),
                 y=list(y_labels),
@@ -124,7 +126,7 @@ def step_heatmap(
         yaxis=dict(title=dict(text=y_title), type="category", autorange="reversed", showgrid=False),
         shapes=list(shapes),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def leakage_figure(
@@ -134,7 +136,7 @@ def leakage_figure(
     title: str = "",
     y_title: str = "",
     edited_text: str = "",
-) -> go.Figure:
+) -> PlainFigure:
     """Grouped bars of max |Δ output| per position, one bar per mask; exact zeros are
     labelled "0" so they read as exact, not as small. The edited position is marked."""
     traces = []
@@ -143,11 +145,12 @@ def leakage_figure(
         if not np.isfinite(values).all():
             raise ValueError("a chart was given NaN or inf")
         traces.append(
-            go.Bar(
+            dict(
+                type="bar",
                 x=list(labels),
                 y=values,
                 name=name,
-                marker_color=color,
+                marker=dict(color=color),
                 text=["0" if v == 0 else f"{v:.2g}" for v in values],
                 textposition="outside",
                 cliponaxis=False,
@@ -181,7 +184,7 @@ def leakage_figure(
         shapes=[edited_band],
         annotations=[edited_label] if edited_text else [],
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def log_x_curves(
@@ -192,7 +195,7 @@ def log_x_curves(
     y_title: str = "",
     log_y: bool = False,
     dashed: Sequence[str] = (),
-) -> go.Figure:
+) -> PlainFigure:
     """Curves over a base-2 log x axis (d_k, sequence length); names in `dashed` are
     reference lines, drawn dashed and without markers."""
     traces, layout = curves_parts(
@@ -212,7 +215,7 @@ def log_x_curves(
         height=460,
     )
     layout["margin"].update(t=60, b=10)
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def cache_growth_figure(
@@ -223,7 +226,7 @@ def cache_growth_figure(
     x_title: str = "",
     y_title: str = "",
     value_name: str = "K",
-) -> go.Figure:
+) -> PlainFigure:
     """The cached keys (or values) of one head `[pos, d_head]`; the last `new_rows` rows
     (this step's) outlined."""
     keys = np.asarray(keys, dtype=np.float64)

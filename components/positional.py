@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
+from components.figure import PlainFigure, figure
 from components.i18n import t
 from components.layout import axis, frame_layout, hline, vline
 from components.palette import BLUE, CATEGORICAL, DIVERGING_COLORSCALE
@@ -28,6 +28,8 @@ def scheme_label(code: str) -> str:
 
 # Errors are drawn on a log axis; an exact zero is drawn at this floor instead.
 LOG_FLOOR = 1e-17
+# A threshold drawn across a chart.
+LEVEL_LINE = dict(color="#444", dash="dot")
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
@@ -68,12 +70,13 @@ def _end_marker(at: float, text: str) -> dict:
 
 def encoding_heatmap(
     table: np.ndarray, n_sentence: int, title: str = "", end_text: str = ""
-) -> go.Figure:
+) -> PlainFigure:
     """A `[position, dimension]` table: x is the position, y the dimension."""
     table = _finite(table)
     n_pos, d = table.shape
     limit = float(np.abs(table).max()) or 1.0
-    heatmap = go.Heatmap(
+    heatmap = dict(
+        type="heatmap",
         z=table.T.astype(np.float32),
         x=np.arange(n_pos),
         y=np.arange(d),
@@ -92,12 +95,12 @@ def encoding_heatmap(
         yaxis=axis(t("chart.dimension"), autorange="reversed", showgrid=False),
         **_end_marker(n_sentence - 0.5, end_text),
     )
-    return go.Figure(data=[heatmap], layout=layout)
+    return figure([heatmap], layout)
 
 
 def waves_figure(
     table: np.ndarray, dims: Sequence[int], n_sentence: int, title: str = "", end_text: str = ""
-) -> go.Figure:
+) -> PlainFigure:
     """Chosen dimensions of a table as curves over position."""
     table = _finite(table)
     positions = np.arange(table.shape[0])
@@ -106,7 +109,8 @@ def waves_figure(
     for dim in dims:
         name = t("chart.dim", dim=dim)
         traces.append(
-            go.Scatter(
+            dict(
+                type="scatter",
                 x=positions,
                 y=table[:, dim],
                 mode="lines+markers" if len(positions) <= 80 else "lines",
@@ -122,14 +126,14 @@ def waves_figure(
         yaxis=axis(t("chart.value")),
         **_end_marker(n_sentence - 0.5, end_text),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
-def curves_figure(curves: Mapping[str, np.ndarray], x: np.ndarray, *args, **options) -> go.Figure:
+def curves_figure(curves: Mapping[str, np.ndarray], x: np.ndarray, *args, **options) -> PlainFigure:
     """One line per named curve over a shared x; NaN points are left out of the line.
     The other arguments are `curves_parts`'s (titles, colours, an end marker, log y)."""
     traces, layout = curves_parts(curves, x, *args, **options)
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def curves_parts(
@@ -142,9 +146,12 @@ def curves_parts(
     marker_at: float | None = None,
     marker_text: str = "",
     log_y: bool = False,
+    y_axis: Mapping[str, object] | None = None,
+    level: float | None = None,
 ) -> tuple[list[dict], dict]:
     """`curves_figure`'s traces (plain dicts) and layout, for a caller that adds to them
-    before building the figure once."""
+    before building the figure once. `y_axis` adds options to the y axis (a range, a
+    tick step); `level` draws a dotted line across at that y (a threshold)."""
     traces = []
     for name, y in curves.items():
         xs, ys = _finite_line(x, y)
@@ -162,12 +169,16 @@ def curves_parts(
             )
         )
     marker = _end_marker(marker_at, marker_text) if marker_at is not None else {}
+    if level is not None:
+        marker["shapes"] = [*marker.get("shapes", []), hline(level, LEVEL_LINE)]
     layout = frame_layout(
         title,
         420,
         top=110,
         xaxis=axis(x_title),
-        yaxis=axis(y_title, type="log" if log_y else "linear", exponentformat="e"),
+        yaxis=axis(
+            y_title, type="log" if log_y else "linear", exponentformat="e", **(y_axis or {})
+        ),
         legend=dict(orientation="h", yanchor="bottom", y=1.0),
         **marker,
     )
@@ -182,12 +193,13 @@ def matrix_figure(
     x_labels: Sequence | None = None,
     y_labels: Sequence | None = None,
     value_name: str = "",
-) -> go.Figure:
+) -> PlainFigure:
     """A square-ish matrix, diverging colours centred on zero, exact values on hover."""
     matrix = _finite(matrix)
     value_name = value_name or t("chart.value")
     limit = float(np.abs(matrix).max()) or 1.0
-    heatmap = go.Heatmap(
+    heatmap = dict(
+        type="heatmap",
         z=matrix.astype(np.float32),
         x=list(x_labels) if x_labels is not None else None,
         y=list(y_labels) if y_labels is not None else None,
@@ -207,25 +219,26 @@ def matrix_figure(
             y_title, autorange="reversed", showgrid=False, scaleanchor="x", constrain="domain"
         ),
     )
-    return go.Figure(data=[heatmap], layout=layout)
+    return figure([heatmap], layout)
 
 
 def error_bars_figure(
     errors: Mapping[str, float], title: str = "", y_title: str = "", threshold: float | None = None
-) -> go.Figure:
+) -> PlainFigure:
     """One bar per named measurement, on a log axis (an exact zero sits at LOG_FLOOR)."""
     names = list(errors)
     values = np.maximum(_finite(np.array([errors[n] for n in names])), LOG_FLOOR)
-    bars = go.Bar(
+    bars = dict(
+        type="bar",
         x=[scheme_label(n) for n in names],
         y=values,
-        marker_color=[SCHEME_COLORS.get(n, BLUE) for n in names],
+        marker=dict(color=[SCHEME_COLORS.get(n, BLUE) for n in names]),
         text=[f"{v:.1e}" for v in values],
         textposition="outside",
         cliponaxis=False,
         hovertemplate="%{x}<br>%{y:.3e}<extra></extra>",
     )
-    shapes = [hline(threshold, dict(color="#444", dash="dot"))] if threshold is not None else []
+    shapes = [hline(threshold, LEVEL_LINE)] if threshold is not None else []
     layout = frame_layout(
         title,
         380,
@@ -233,19 +246,20 @@ def error_bars_figure(
         yaxis=axis(y_title, type="log", exponentformat="e"),
         shapes=shapes,
     )
-    return go.Figure(data=[bars], layout=layout)
+    return figure([bars], layout)
 
 
 def per_token_figure(
     per_token: Mapping[str, np.ndarray], labels: Sequence[str], title: str = "", y_title: str = ""
-) -> go.Figure:
+) -> PlainFigure:
     """Grouped bars: how far each token's output moved, one group per token, a bar per scheme."""
     traces = [
-        go.Bar(
+        dict(
+            type="bar",
             x=list(labels),
             y=np.maximum(_finite(values), LOG_FLOOR),
             name=scheme_label(name),
-            marker_color=SCHEME_COLORS.get(name),
+            marker=dict(color=SCHEME_COLORS.get(name)),
             hovertemplate=f"{scheme_label(name)}<br>%{{x}}: %{{y:.3e}}<extra></extra>",
         )
         for name, values in per_token.items()
@@ -259,4 +273,4 @@ def per_token_figure(
         barmode="group",
         legend=dict(orientation="h", yanchor="bottom", y=1.0),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)

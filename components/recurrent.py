@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
+from components.figure import PlainFigure, figure
 from components.i18n import t
 from components.labels import token_labels
 from components.layout import axis, frame_layout, grid_layout, subplot_suffix
@@ -49,7 +49,7 @@ def lines_figure(
     hline: float | None = None,
     hover_labels: Mapping[str, Sequence[str]] | None = None,
     widths: Mapping[str, float] | None = None,
-) -> go.Figure:
+) -> PlainFigure:
     """One line per name: `curves[name] = (x, y)`. On a log axis, points ≤ 0 are left out
     (an exact zero has no logarithm); NaN and inf are always left out."""
     traces = []
@@ -62,7 +62,8 @@ def lines_figure(
         xs, ys = np.asarray(x)[keep], np.asarray(y, dtype=np.float64)[keep]
         text = [labels[i] for i in np.flatnonzero(keep)] if labels is not None else None
         traces.append(
-            go.Scatter(
+            dict(
+                type="scatter",
                 x=xs,
                 y=ys,
                 mode="lines",
@@ -92,7 +93,7 @@ def lines_figure(
         legend=dict(orientation="h", yanchor="top", y=-0.3, x=0),
         shapes=shapes,
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def _log10_clamped(values: np.ndarray) -> np.ndarray:
@@ -106,11 +107,12 @@ def _log10_clamped(values: np.ndarray) -> np.ndarray:
 
 def unit_heatmap(
     values: np.ndarray, step_labels: Sequence[str], title: str = "", value_name: str = ""
-) -> go.Figure:
+) -> PlainFigure:
     """`values [T, units]` as log10 |value|: x is the step, y the hidden unit."""
     logs = _log10_clamped(values)
     finite_max = float(logs.max())
-    heatmap = go.Heatmap(
+    heatmap = dict(
+        type="heatmap",
         z=logs.T,
         x=list(step_labels),
         y=np.arange(logs.shape[1]),
@@ -126,7 +128,7 @@ def unit_heatmap(
         xaxis=axis(t("chart.step"), type="category", showgrid=False, nticks=24),
         yaxis=axis(t("chart.hidden_unit"), autorange="reversed", showgrid=False),
     )
-    return go.Figure(data=[heatmap], layout=layout)
+    return figure([heatmap], layout)
 
 
 def gates_figure(
@@ -135,7 +137,7 @@ def gates_figure(
     title: str = "",
     max_units: int = 32,
     signed: Sequence[str] = ("C", "C_tilde", "H_tilde", "H"),
-) -> go.Figure:
+) -> PlainFigure:
     """One heatmap row per gate `[T, units]` (first `max_units` units), sharing the step axis.
     Gates in (0, 1) use one colour scale; signed states (C, H̃) a diverging one."""
     names = list(gates)
@@ -154,7 +156,8 @@ def gates_figure(
         is_signed = name in signed
         suffix = subplot_suffix(row, 1, 1)
         traces.append(
-            go.Heatmap(
+            dict(
+                type="heatmap",
                 z=values.T.astype(np.float32),
                 x=list(step_labels),
                 y=np.arange(values.shape[1]),
@@ -182,7 +185,7 @@ def gates_figure(
             colorbar=dict(title=t("chart.state"), thickness=12, len=0.45, y=0.22),
         ),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def clipping_figure(
@@ -192,7 +195,7 @@ def clipping_figure(
     title: str = "",
     total_title: str = "",
     share_title: str = "",
-) -> go.Figure:
+) -> PlainFigure:
     """Two bar groups: the total gradient norm (log axis) and the early steps' share (%),
     each without and with clipping. A non-finite value gets no bar (the page says why)."""
     layout = grid_layout(1, 2, (total_title, share_title))
@@ -205,10 +208,11 @@ def clipping_figure(
         keep = np.isfinite(values) & (values > 0)
         kept = values[keep]
         traces.append(
-            go.Bar(
+            dict(
+                type="bar",
                 x=[n for n, k in zip(names, keep, strict=True) if k],
                 y=kept,
-                marker_color=[c for c, k in zip(colors, keep, strict=False) if k],
+                marker=dict(color=[c for c, k in zip(colors, keep, strict=False) if k]),
                 text=[f"{v:.3g}{suffix}" for v in kept],
                 textposition="outside",
                 cliponaxis=False,
@@ -251,7 +255,7 @@ def clipping_figure(
         frame_layout(title, 400, top=90),
         shapes=[hline_shape(threshold, dict(color="#444", dash="dot"))],
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def step_labels(tokens: Sequence[str] | None, n_steps: int) -> list[str]:

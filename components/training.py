@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
+from components.figure import PlainFigure, figure
 from components.labels import escape_label
 from components.recurrent import MODEL_COLORS
 
@@ -23,26 +23,28 @@ def bars_figure(
     title: str = "",
     y_title: str = "",
     colors: Sequence[str] | None = None,
-) -> go.Figure:
+) -> PlainFigure:
     """One bar per label; non-finite values are left out (a bar of NaN draws nothing true)."""
     values = np.asarray(values, dtype=np.float64)
     keep = np.isfinite(values)
     names = [escape_label(label) for label, k in zip(labels, keep, strict=True) if k]
     shown = [c for c, k in zip(colors, keep, strict=True) if k] if colors else None
-    fig = go.Figure(
-        go.Bar(
-            x=names,
-            y=values[keep],
-            marker_color=shown,
-            text=[f"{v:.1f}" for v in values[keep]],
-            textposition="outside",
-            hovertemplate="%{x}: %{y:.2f}<extra></extra>",
-        )
+    bar = dict(
+        type="bar",
+        x=names,
+        y=values[keep],
+        marker=dict(color=shown),
+        text=[f"{v:.1f}" for v in values[keep]],
+        textposition="outside",
+        hovertemplate="%{x}: %{y:.2f}<extra></extra>",
     )
-    fig.update_layout(
-        title=title, yaxis_title=y_title, height=360, margin=dict(l=50, r=20, t=50, b=60)
+    layout = dict(
+        title=dict(text=title),
+        yaxis=dict(title=dict(text=y_title)),
+        height=360,
+        margin=dict(l=50, r=20, t=50, b=60),
     )
-    return fig
+    return figure([bar], layout)
 
 
 def perplexity_colors(labels: Sequence[str]) -> list[str]:
@@ -52,30 +54,29 @@ def perplexity_colors(labels: Sequence[str]) -> list[str]:
 
 def head_grid_figure(
     scores: np.ndarray, title: str = "", x_title: str = "", y_title: str = "", zmax: float = 1.0
-) -> go.Figure:
+) -> PlainFigure:
     """`scores [layer, head]` as a small heatmap with each value written in its cell."""
     scores = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=0.0)
     n_layers, n_heads = scores.shape
-    fig = go.Figure(
-        go.Heatmap(
-            z=scores,
-            x=[str(h) for h in range(n_heads)],
-            y=[str(layer) for layer in range(n_layers)],
-            zmin=0.0,
-            zmax=zmax,
-            colorscale="Blues",
-            text=[[f"{v:.2f}" for v in row] for row in scores],
-            texttemplate="%{text}",
-            # In the page's language: the axis titles name the layer and the head.
-            hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}: %{{z:.3f}}<extra></extra>",
-        )
+    heatmap = dict(
+        type="heatmap",
+        z=scores,
+        x=[str(h) for h in range(n_heads)],
+        y=[str(layer) for layer in range(n_layers)],
+        zmin=0.0,
+        zmax=zmax,
+        colorscale="Blues",
+        text=[[f"{v:.2f}" for v in row] for row in scores],
+        texttemplate="%{text}",
+        # In the page's language: the axis titles name the layer and the head.
+        hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}: %{{z:.3f}}<extra></extra>",
     )
-    fig.update_layout(
-        title=title,
+    layout = dict(
+        title=dict(text=title),
         # Layers and heads are names, not a scale: one tick each, no half-layers.
         xaxis=dict(title=dict(text=x_title), type="category"),
         yaxis=dict(title=dict(text=y_title), type="category"),
         height=120 + 60 * n_layers,
         margin=dict(l=50, r=20, t=50, b=40),
     )
-    return fig
+    return figure([heatmap], layout)

@@ -15,6 +15,7 @@ import numpy as np
 import streamlit as st
 
 from components.export import to_csv, to_json
+from components.figure import ready_for_streamlit
 from components.i18n import LANGUAGES, t, using_language
 from components.labels import markdown_literal
 from components.projector import for_projector
@@ -278,9 +279,10 @@ def show_chart(fig, key: str, *, summary: str | None = None, data: dict | None =
     written as literal text. `data` is only turned into files when a button is clicked.
     In presenter mode the chart is drawn for a projector (components/projector.py).
     """
+    spec = fig.to_plotly_json()
     if st.session_state.get(PRESENTING_KEY):
-        fig = for_projector(fig.to_plotly_json())
-    st.plotly_chart(fig, config=chart_config(), key=key, theme=None)
+        spec = for_projector(spec)
+    st.plotly_chart(ready_for_streamlit(spec), config=chart_config(), key=key, theme=None)
     if summary is None and data is None:
         return
     with st.container(horizontal=True, vertical_alignment="center", gap="small"):

@@ -146,7 +146,8 @@ def per_step_figure(cached: np.ndarray, full: np.ndarray, measure: str):
         title=t(f"masks.kv.{measure}_title"),
         x_title=t("masks.kv.step_axis"),
         y_title=t(f"masks.kv.{measure}_axis"),
-    ).update_yaxes(rangemode="tozero")
+        y_axis=dict(rangemode="tozero"),
+    )
 
 
 def step_summary(step: str, matrix: np.ndarray, hidden: np.ndarray, rows, columns) -> str:
@@ -688,9 +689,9 @@ with kv_left:
             x_title=t("masks.kv.step_axis"),
             y_title="max |Δ logit|",
             log_y=True,
-        )
-        .add_hline(y=1e-5, line=dict(color="#444", dash="dot"))
-        .update_yaxes(range=difference_decades, dtick=1),
+            y_axis=dict(range=difference_decades, dtick=1),
+            level=1e-5,
+        ),
         key="kv_difference",
         summary=t(
             "masks.kv.difference_summary",

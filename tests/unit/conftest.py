@@ -46,3 +46,23 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(autouse=True)
+def every_plain_figure_as_plotly_checks_it(monkeypatch):
+    """Every figure a test builds is sent as plotly's checked figure would be: the fast
+    path (components/figure.py) may leave out plotly's checks, never change a chart."""
+    from components.figure import PlainFigure
+
+    built: list[PlainFigure] = []
+    original = PlainFigure.__init__
+
+    def recording(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        built.append(self)
+
+    monkeypatch.setattr(PlainFigure, "__init__", recording)
+    yield
+    for fig in built:
+        plain, checked = fig.json_pair()
+        assert plain == checked

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from components.layout import grid_layout, hline, subplot_suffix, vline
@@ -52,7 +55,15 @@ def test_curves_figure_equals_the_step_by_step_figure():
         )
     ref.add_vline(x=2.5, line=dict(color="#444", width=2, dash="dash"))
     ref.add_annotation(
-        x=2.5, y=1.0, yref="paper", text="end", showarrow=False, xanchor="left", yanchor="bottom"
+        x=2.5,
+        y=1.0,
+        yref="paper",
+        text="end",
+        showarrow=False,
+        xanchor="left",
+        yanchor="top",
+        xshift=4,
+        bgcolor="rgba(255,255,255,0.85)",
     )
     ref.update_xaxes(title_text="X", automargin=True)
     ref.update_yaxes(title_text="Y", type="log", exponentformat="e", automargin=True)
@@ -63,7 +74,7 @@ def test_curves_figure_equals_the_step_by_step_figure():
         margin=dict(l=10, r=10, t=110, b=10),
         font=dict(size=14),
     )
-    assert fig.to_plotly_json() == ref.to_plotly_json()
+    assert fig.json_pair()[0] == json.loads(pio.to_json(ref.to_dict(), validate=False))
 
 
 def test_error_bars_draw_the_threshold_line():
