@@ -12,18 +12,22 @@ import numpy as np
 
 from components.figure import PlainFigure, figure
 from components.labels import head_label
+from components.margins import above_slanted, beside_axis, colorbar_px, slanted_overhang
 from components.palette import ATTENTION_COLORSCALE, HIGHLIGHT, png_data_uri, weights_to_rgb
 
 _FONT = dict(size=14)
 # Up to this many tokens every tick is labelled; past it plotly thins them to fit.
 _ALL_TICKS = 64
+_KEY_ANGLE = -60
+_COLORBAR_PX = 12
+_WEIGHT_TICKS = ("0", "0.2", "0.4", "0.6", "0.8", "1")
 
 
 def _key_axis(title: str, n: int) -> dict:
     """The token axis along the top of a [query or head] × key heatmap."""
     return dict(
         title=dict(text=title),
-        tickangle=-60,
+        tickangle=_KEY_ANGLE,
         type="category",
         side="top",
         automargin=True,
@@ -31,10 +35,30 @@ def _key_axis(title: str, n: int) -> dict:
     )
 
 
+def _token_tick_size(n: int) -> int:
+    """Token labels' font size: smaller as they crowd; past _ALL_TICKS, the chart's own."""
+    return 12 if n <= 30 else 9 if n <= _ALL_TICKS else _FONT["size"]
+
+
 def _token_ticks(n: int) -> dict:
     if n > _ALL_TICKS:
         return {}
-    return dict(tickmode="linear", dtick=1, tickfont=dict(size=12 if n <= 30 else 9))
+    return dict(tickmode="linear", dtick=1, tickfont=dict(size=_token_tick_size(n)))
+
+
+def _token_margins(key_labels: Sequence[str], key_title: str, weight_title: str, left: int) -> dict:
+    """Margins that hold the slanted token labels and the title above the plot, the
+    colour bar at its right and `left` px of labels at its left (components/margins.py:
+    wide enough that plotly draws the chart once)."""
+    size = _token_tick_size(len(key_labels))
+    colorbar = colorbar_px(weight_title, _WEIGHT_TICKS, _FONT["size"], _COLORBAR_PX)
+    overhang = slanted_overhang(key_labels[-1], size, _KEY_ANGLE) if key_labels else 0
+    return dict(
+        l=left,
+        r=max(colorbar, overhang),
+        t=above_slanted(key_labels, size, _KEY_ANGLE, key_title, _FONT["size"]),
+        b=10,
+    )
 
 
 # Wider than this (in image pixels) the browser shrinks the picture: smooth it then, so
@@ -161,15 +185,16 @@ def head_heatmap(
         zmin=0.0,
         zmax=1.0,
         colorscale=ATTENTION_COLORSCALE,
-        colorbar=dict(title=weight_title, thickness=12),
+        colorbar=dict(title=weight_title, thickness=_COLORBAR_PX),
         hovertemplate=f"%{{y}} → %{{x}}<br>{weight_title} %{{z:.4f}}<extra></extra>",
         xgap=1 if n <= 40 else 0,
         ygap=1 if n <= 40 else 0,
     )
+    query_width = beside_axis(labels, _token_tick_size(n), query_title, _FONT["size"])
     layout = dict(
         title=title,
         height=min(900, max(420, 22 * n + 160)),
-        margin=dict(l=10, r=10, t=120, b=10),
+        margin=_token_margins(labels, key_title, weight_title, query_width),
         font=_FONT,
         xaxis=_key_axis(key_title, n),
         yaxis=dict(
@@ -216,13 +241,13 @@ def token_focus_figure(
         zmin=0.0,
         zmax=1.0,
         colorscale=ATTENTION_COLORSCALE,
-        colorbar=dict(title=weight_title, thickness=12),
+        colorbar=dict(title=weight_title, thickness=_COLORBAR_PX),
         hovertemplate=f"%{{y}} → %{{x}}<br>{weight_title} %{{z:.4f}}<extra></extra>",
     )
     layout = dict(
         title=title,
         height=max(500, 12 * n_layers * n_heads + 160),
-        margin=dict(l=10, r=10, t=120, b=10),
+        margin=_token_margins(labels, key_title, weight_title, beside_axis(row_labels, 10)),
         font=_FONT,
         shapes=separators,
         xaxis=_key_axis(key_title, n),
@@ -252,11 +277,14 @@ def head_summary_figure(
     width = (1 - spacing * (columns - 1)) / columns
     row_px = SUMMARY_TITLE_PX + SUMMARY_PANEL_PX + SUMMARY_TICKS_PX
     plot_px = rows * row_px
-    traces, layout = [], dict(height=plot_px + 20, margin=dict(l=10, r=10, t=10, b=10), font=_FONT)
+    n_layers, n_heads = stats[names[0]].shape
+    layer_labels = [f"L{la}" for la in range(n_layers)]
+    # Only the left column's layer labels stand in the margin (components/margins.py).
+    margin = dict(l=beside_axis(layer_labels, _FONT["size"]), r=10, t=10, b=10)
+    traces, layout = [], dict(height=plot_px + 20, margin=margin, font=_FONT)
     annotations = []
     for i, name in enumerate(names):
         values = stats[name]
-        n_layers, n_heads = values.shape
         suffix = "" if i == 0 else str(i + 1)
         row, column = divmod(i, columns)
         left = column * (width + spacing)
@@ -267,7 +295,7 @@ def head_summary_figure(
                 type="heatmap",
                 z=values,
                 x=[f"H{h}" for h in range(n_heads)],
-                y=[f"L{la}" for la in range(n_layers)],
+                y=layer_labels,
                 xaxis=f"x{suffix}",
                 yaxis=f"y{suffix}",
                 colorscale=ATTENTION_COLORSCALE,
