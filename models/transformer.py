@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -64,6 +65,14 @@ class TransformerConfig:
 def _record(cache: Cache | None, name: str, value: torch.Tensor) -> None:
     if cache is not None:
         cache[name] = value.detach().to(torch.float32).cpu().numpy().copy()
+
+
+@lru_cache(maxsize=8)
+def _sinusoids(n_pos: int, d_model: int) -> torch.Tensor:
+    """The sinusoidal table in float32, made once per size and shared: a row does not
+    depend on the table's length, so shorter inputs read its first rows (callers add it,
+    never write into it)."""
+    return torch.from_numpy(pe.sinusoidal_table(n_pos, d_model)).float()
 
 
 def subsequent_mask(n_query: int, n_key: int) -> torch.Tensor:
@@ -250,7 +259,8 @@ class Transformer(nn.Module):
     def pos_embed(self, n_pos: int) -> torch.Tensor | None:
         """The additive position vectors `[n_pos, d_model]`, or None if position is not added."""
         if self.cfg.positional == "sinusoidal":
-            return torch.from_numpy(pe.sinusoidal_table(n_pos, self.cfg.d_model)).float()
+            # Every length up to n_ctx reads one table: the lessons run many lengths.
+            return _sinusoids(max(n_pos, self.cfg.n_ctx), self.cfg.d_model)[:n_pos]
         if self.cfg.positional == "learned":
             if n_pos > self.cfg.n_ctx:
                 raise ValueError(

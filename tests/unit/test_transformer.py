@@ -181,3 +181,21 @@ def test_the_visualised_path_uses_no_fused_attention_and_no_pickle():
         "pickle",
     ):
         assert forbidden not in source
+
+
+@pytest.mark.parametrize("n_pos", [1, 7, TINY.n_ctx, TINY.n_ctx + 5])
+def test_sinusoidal_positions_are_the_formula_s_rows_whatever_length_was_asked_first(n_pos):
+    """The table is made once and shared across lengths: every length still gets exactly
+    the formula's rows, and adding them leaves the shared table as it was."""
+    from dataclasses import replace
+
+    from models.positional import sinusoidal_table
+
+    model = Transformer(replace(TINY, positional="sinusoidal"), seed=0)
+    longer = model.pos_embed(n_pos + 3).clone()
+    pos = model.pos_embed(n_pos)
+    expected = torch.from_numpy(sinusoidal_table(n_pos, TINY.d_model)).float()
+    assert torch.equal(pos, expected)
+    _, cache = model.run_with_cache(list(range(min(n_pos, 7))))
+    assert torch.equal(model.pos_embed(n_pos + 3), longer)
+    assert np.array_equal(cache["hook_pos_embed"], expected[: min(n_pos, 7)].numpy())
