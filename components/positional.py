@@ -46,24 +46,19 @@ def _finite_line(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x[keep], y[keep]
 
 
-def _end_marker(at: float, text: str) -> dict:
+def _end_marker(at: float, text: str, inside: bool = False) -> dict:
     """The dashed line where the sentence ends, with its label: layout shapes/annotations.
-    The label hangs inside the plot, beside the line's top: above the plot it met the
-    legend, which sits there too."""
+    The label sits above the plot, clear of the data; `inside` hangs it inside, beside the
+    line's top, for a chart whose legend sits above the plot."""
     marker = dict(shapes=[vline(at, dict(color="#444", width=2, dash="dash"))])
     if text:
+        place = (
+            dict(yanchor="top", xshift=4, bgcolor="rgba(255,255,255,0.85)")
+            if inside
+            else dict(yanchor="bottom")
+        )
         marker["annotations"] = [
-            dict(
-                x=at,
-                y=1.0,
-                yref="paper",
-                text=text,
-                showarrow=False,
-                xanchor="left",
-                yanchor="top",
-                xshift=4,
-                bgcolor="rgba(255,255,255,0.85)",
-            )
+            dict(x=at, y=1.0, yref="paper", text=text, showarrow=False, xanchor="left", **place)
         ]
     return marker
 
@@ -168,7 +163,8 @@ def curves_parts(
                 hovertemplate=f"{name}<br>%{{x}}: %{{y:.4g}}<extra></extra>",
             )
         )
-    marker = _end_marker(marker_at, marker_text) if marker_at is not None else {}
+    # The legend is above the plot: the label goes inside.
+    marker = _end_marker(marker_at, marker_text, inside=True) if marker_at is not None else {}
     if level is not None:
         marker["shapes"] = [*marker.get("shapes", []), hline(level, LEVEL_LINE)]
     layout = frame_layout(

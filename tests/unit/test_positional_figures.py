@@ -100,3 +100,9 @@ def test_the_end_marker_label_hangs_inside_the_plot_clear_of_the_legend():
     assert label.yref == "paper" and label.y <= 1.0 and label.yanchor == "top"
     assert fig.layout.legend.y >= 1.0 and fig.layout.legend.yanchor == "bottom"
     assert fig.layout.shapes[0].x0 == 2
+
+
+def test_the_sentence_end_label_stays_above_the_encoding_heatmap_clear_of_its_cells():
+    fig = encoding_heatmap(np.zeros((6, 4)), n_sentence=3, end_text="end")
+    (label,) = fig.layout.annotations
+    assert label.yref == "paper" and label.y == 1.0 and label.yanchor == "bottom"
