@@ -12,24 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.hf_models import MAX_TOKENS, AttentionConfig, AttentionModel, accent_changes
-from models.inputs import Tokenized
-
-# Long imported from here by the loaders; they live in models/runtime.py now.
-from models.runtime import limit_threads, settle_heap
-
-MODEL_NAME = "all-MiniLM-L6-v2"
-# The shape of a loaded model, under TransformerLens names (the older name, kept).
-EncoderConfig = AttentionConfig
-__all__ = [
-    "MAX_TOKENS",
-    "accent_changes",
-    "MODEL_NAME",
-    "EncoderConfig",
-    "PretrainedEncoder",
-    "limit_threads",
-    "settle_heap",
-]
+from models.hf_models import AttentionModel
 
 
 def default_model_path() -> Path:
@@ -49,8 +32,3 @@ def stack_patterns(trace: dict[str, np.ndarray]) -> np.ndarray:
     """All layers' patterns as one array `[layer, head, query_pos, key_pos]`."""
     layers = sorted(int(k.split(".")[1]) for k in trace if k.endswith(".attn.hook_pattern"))
     return np.stack([trace[f"blocks.{layer}.attn.hook_pattern"] for layer in layers])
-
-
-def unknown_spans(tokenized: Tokenized, text: str, unknown_token: str) -> list[str]:
-    """The pieces of `text` the tokenizer could only read as the unknown token."""
-    return tokenized.unknown_spans(text, unknown_token)

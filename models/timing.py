@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 # Timed with one thread: on two shared cores a second thread mostly waits for the first
-# (the app itself runs its models with one, see models/pretrained.py limit_threads).
+# (the app itself runs its models with one, see models/runtime.py limit_threads).
 THREADS = 1
 
 

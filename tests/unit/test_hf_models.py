@@ -338,7 +338,7 @@ def test_a_hub_model_is_checked_from_its_index_before_anything_is_downloaded(mon
 def test_cased_and_sentencepiece_normalisers_report_no_accent_changes(loaded):
     from tokenizers import normalizers
 
-    from models.pretrained import accent_changes
+    from models.hf_models import accent_changes
 
     class WithNormaliser:
         def __init__(self, normalizer):

@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from models.pretrained import (
-    MAX_TOKENS,
-    PretrainedEncoder,
-    accent_changes,
-    stack_patterns,
-    unknown_spans,
-)
+from models.hf_models import MAX_TOKENS, accent_changes
+from models.pretrained import PretrainedEncoder, stack_patterns
 
 SENTENCE = "The animal didn't cross the street because it was too tired"
 
@@ -165,19 +160,19 @@ def test_unknown_spans_returns_the_emoji_read_as_unk(encoder):
     tokenized = encoder.tokenize(text)
     assert encoder.unknown_token == "[UNK]"
     assert "[UNK]" in tokenized.tokens
-    assert "😀" in unknown_spans(tokenized, text, encoder.unknown_token)
+    assert "😀" in tokenized.unknown_spans(text, encoder.unknown_token)
 
 
 def test_unknown_spans_returns_cjk_and_emoji_and_no_known_words(encoder):
     text = "cats 😀 你 dogs"
     vocab = encoder.tokenizer.get_vocab()
     assert "你" not in vocab and "cats" in vocab and "dogs" in vocab
-    spans = unknown_spans(encoder.tokenize(text), text, encoder.unknown_token)
+    spans = encoder.tokenize(text).unknown_spans(text, encoder.unknown_token)
     assert spans == ["😀", "你"]
 
 
 def test_unknown_spans_is_empty_for_plain_english(encoder, tokenized):
-    assert unknown_spans(tokenized, SENTENCE, encoder.unknown_token) == []
+    assert tokenized.unknown_spans(SENTENCE, encoder.unknown_token) == []
 
 
 def test_accent_changes_reports_stripped_accents(encoder):
