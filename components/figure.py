@@ -6,10 +6,10 @@ built (a 20 × 20 heatmap: ~12 ms), and `st.plotly_chart` then deep-copies it wi
 trace from numbers they computed themselves, on every rerun of every visitor, so they
 build `PlainFigure`s: traces and layout as dicts, sent as they are (~1 ms a chart).
 
-Nothing is lost against the checked figure: `validated()` builds the `go.Figure` the
-same dicts make, which the tests compare with the plain one, JSON for JSON, for every
-chart the tests draw (tests/unit/test_figure.py, tests/app/test_chart_specs.py). The
-attributes tests and pages read (`fig.data`, `fig.layout`) are that checked figure's.
+Nothing is lost against the checked figure: the tests compare the `go.Figure` the same
+dicts make with the plain one, JSON for JSON, for every chart they draw
+(tests/unit/test_figure.py, tests/app/test_chart_specs.py). The attributes tests and
+pages read (`fig.data`, `fig.layout`) are that checked figure's.
 """
 
 from __future__ import annotations
@@ -139,8 +139,6 @@ class PlainFigure:
         layout.setdefault("template", _default_template())
         return {"data": [_as_plotly_writes(trace) for trace in self._data], "layout": layout}
 
-    to_dict = to_plotly_json
-
     # --- the checked figure, for tests and anyone inspecting a chart ---------------
 
     @cached_property
@@ -148,10 +146,6 @@ class PlainFigure:
         import plotly.graph_objects as go
 
         return go.Figure(data=self._data, layout=self._layout)
-
-    def validated(self):
-        """The `go.Figure` plotly builds, checking every property, from the same dicts."""
-        return self._checked
 
     def json_pair(self) -> tuple[dict, dict]:
         """(this figure's JSON, the checked figure's JSON), as the browser would get each;
