@@ -95,10 +95,13 @@ def _x(cell: str, ids: tuple[int, ...] | None, length: int, s: dict) -> torch.Te
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def flows(ids: tuple[int, ...] | None, length: int, tau: int, s: dict) -> dict:
+    """The gradient flow of every model; for the recurrent ones also the step Jacobian
+    spectra, taken from the same forward pass."""
     out = {}
     for name, cell in CELLS.items():
         X = _x(cell, ids, length, s)
-        out[name] = gf.recurrent_gradient_flow(_model(cell, X.shape[1], s), X, tau)
+        model = _model(cell, X.shape[1], s)
+        out[name] = gf.recurrent_gradient_flow(model, X, tau, spectra=True)
     transformer = (
         load_transformer()
         if s["weights"] == CONSTRUCTED
@@ -110,23 +113,13 @@ def flows(ids: tuple[int, ...] | None, length: int, tau: int, s: dict) -> dict:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def jacobian_norms(ids: tuple[int, ...] | None, length: int, s: dict) -> dict:
-    result = {}
-    for name, cell in CELLS.items():
-        X = _x(cell, ids, length, s)
-        model = _model(cell, X.shape[1], s)
-        size = model.cfg.num_hiddens * (2 if cell == "lstm" else 1)
-        steps = gf.jacobian_steps(X.shape[0], size)
-        result[name] = (steps, gf.step_jacobian_norms(model, X, steps))
-    return result
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def linear_orthogonal(ids: tuple[int, ...] | None, length: int, tau: int, s: dict) -> np.ndarray:
-    X = _inputs(ids, length)
-    model = load_recurrent(
-        "rnn", X.shape[1], s["num_hiddens"], "linear", "orthogonal", s["radius"], 1.0
-    )
+def linear_orthogonal(length: int, tau: int, num_hiddens: int, radius: float) -> np.ndarray:
+    """‖∂L/∂H_t‖ of a linear RNN with W_hh = r·Q: it reads no input (∂L/∂H_t = u·W_hhᵀ^(τ−t)),
+    so it is measured on zero inputs of the sentence's length, and shared by every sentence
+    of that length."""
+    d_in = load_transformer().cfg.d_model
+    model = load_recurrent("rnn", d_in, num_hiddens, "linear", "orthogonal", radius, 1.0)
+    X = torch.zeros(length, d_in)
     return gf.recurrent_gradient_flow(model, X, tau)["grad_H"]
 
 
@@ -379,7 +372,7 @@ st.caption(
 
 # 4. Theory: a linear orthogonal RNN, and the step Jacobians ---------------------------------
 st.subheader(t("recurrent.theory.title"))
-measured = linear_orthogonal(ids, n_steps, tau, s)
+measured = linear_orthogonal(n_steps, tau, s["num_hiddens"], s["radius"])
 theory = gf.linear_orthogonal_theory(settings.radius, tau)
 with np.errstate(divide="ignore", invalid="ignore"):
     relative = np.abs(measured[tau::-1] / theory[::-1] - 1)
@@ -412,7 +405,9 @@ with theory_col:
         data={"distance": distance} | {name: y for name, (_, y) in theory_curves.items()},
     )
 with jacobian_col:
-    spectra = jacobian_norms(ids, n_steps, s)
+    spectra = {
+        name: (result[name]["jacobian_steps"], result[name]["jacobian_norms"]) for name in CELLS
+    }
     show_chart(
         lines_figure(
             {name: (steps, norms) for name, (steps, norms) in spectra.items()},
