@@ -80,10 +80,21 @@ def pair_distances() -> list[tuple[str, str, float]]:
     return rows
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
-def load_untrained(stem: str):
-    """The trained model `stem` names as it was before training, shared and read-only."""
-    return ts.untrained(load_checkpoint(stem).model)
+@st.cache_data(max_entries=16, show_spinner=False)
+def training_views(stem: str) -> dict:
+    """What the lesson shows of the trained model `stem` names, before ("before": as built,
+    ts.untrained) and after training: each head's attention from position alone, its mean
+    weight by offset, and the mean cosine of neighbouring positions. It reads no sentence."""
+    trained = load_checkpoint(stem).model
+    views = {}
+    for when, model in (("before", ts.untrained(trained)), ("after", trained)):
+        pattern = ts.positional_attention(model.core)
+        views[when] = {
+            "pattern": pattern,
+            "by_offset": ts.weight_by_offset(pattern),
+            "near": float(ts.cosine_by_offset(ts.position_cosines(model.core.W_pos.numpy()))[1]),
+        }
+    return views
 
 
 def trained_label(name: str) -> str:
@@ -254,9 +265,9 @@ if trained is not None:
         )
     )
     stem = trained_stem(trained_name)
-    models = {"before": load_untrained(stem).core, "after": core}
-    patterns = {when: ts.positional_attention(model) for when, model in models.items()}
-    offsets = {when: ts.weight_by_offset(pattern) for when, pattern in patterns.items()}
+    views = training_views(stem)
+    patterns = {when: view["pattern"] for when, view in views.items()}
+    offsets = {when: view["by_offset"] for when, view in views.items()}
     strongest = {
         when: (int(np.argmax(w[trained_head])), float(np.max(w[trained_head])))
         for when, w in offsets.items()
@@ -315,10 +326,7 @@ if trained is not None:
         ),
         data={"offset": ks} | per_head,
     )
-    near = {
-        when: float(ts.cosine_by_offset(ts.position_cosines(m.W_pos.numpy()))[1])
-        for when, m in models.items()
-    }
+    near = {when: view["near"] for when, view in views.items()}
     st.caption(
         t(
             "positional.trained.explain",
