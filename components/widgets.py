@@ -20,6 +20,7 @@ from components.i18n import LANGUAGES, t, using_language
 from components.labels import markdown_literal
 from components.projector import for_projector
 from models.inputs import (
+    SENTENCE_PAUSE_MS,
     Note,
     PreparedText,
     parse_choice,
@@ -62,7 +63,7 @@ def sentence_box(lesson: str = "") -> None:
         t("app.sentence_label"),
         value=DEFAULT_SENTENCE,
         key=SENTENCE_KEY,
-        live=True,
+        live=f"{SENTENCE_PAUSE_MS}ms",
         bind="query-params",
         help=t("app.sentence_help"),
     )
