@@ -245,6 +245,33 @@ def linked_multiselect(
     return value
 
 
+def linked_tabs(parts, default, key: str, format_func):
+    """Tabs, one per part of a lesson, whose open one is kept in the link: returns (the
+    open part, its tab). Only that tab's content need be computed and sent, so a rerun
+    costs one part, not all of them.
+
+    A tab's state is its label, in the language of the run that drew it: a link (or the
+    session, after a change of language) naming a part by its value or by a label of the
+    other language is turned into this language's label before the tabs are drawn.
+    """
+    parts = list(parts)
+    labels = {part: format_func(part) for part in parts}
+
+    def label_for(raw: str):
+        part, note = parse_choice(raw, parts, default, _labels(parts, format_func))
+        return labels[part], note
+
+    raws = _check_link(key, lambda raws: label_for(raws[-1]))
+    held = st.session_state.get(key)
+    if held is not None and held not in labels.values():
+        st.session_state[key] = label_for(held)[0]
+    tabs = st.tabs(list(labels.values()), default=labels[default], key=key, bind="query-params")
+    part, tab = next((p, tab) for p, tab in zip(parts, tabs, strict=True) if tab.open)
+    _relink(key, raws and raws[-1:], [labels[part]] if part != default else [], "string_value")
+    _show_link_note(key, labels[part])
+    return part, tab
+
+
 # Whether this run is in presenter mode: set by the frame before the page draws
 # (components/frame.py, presenter_toggle).
 PRESENTING_KEY = "_present_chosen"
