@@ -774,14 +774,15 @@ def cost_section() -> None:
     )
 
 
-# The five parts, one tab each: only the open one is computed, so typing reruns one part.
-PARTS = ("steps", "leak", "scale", "kv", "cost")
+# The lesson's parts, one tab each: only the open one is computed, so typing reruns one
+# part. The first holds what the masks do (step by step, and the leakage proof on the
+# visitor's sentence); the others are labs.
+PARTS = ("masks", "scale", "kv", "cost")
 st.caption(t("masks.parts_hint"))
-part, tab = linked_tabs(PARTS, "steps", key="mask_part", format_func=part_label)
+part, tab = linked_tabs(PARTS, "masks", key="mask_part", format_func=part_label)
 with tab:
-    if part == "steps":
+    if part == "masks":
         steps_section(sentence.text)
-    elif part == "leak":
         leakage_section(ids, tokens)
     elif part == "scale":
         scaling_section()

@@ -11,7 +11,7 @@ from conftest import chart, chart_specs, heatmap_grid, messages, open_lesson, te
 
 from models.masks import KINDS, STEPS
 
-PARTS = ("steps", "leak", "scale", "kv", "cost")
+PARTS = ("masks", "scale", "kv", "cost")
 
 SENTENCE = "the cat sat on the mat because it was warm"  # 10 tokens
 SECOND = "我爱你"  # 3 tokens
@@ -20,9 +20,9 @@ SECOND = "我爱你"  # 3 tokens
 RANDOM = "random"
 STEP_CHARTS = [f"mask_step_{step}" for step in STEPS]
 
-# The charts of each of the lesson's other parts, one tab each (the first is STEP_CHARTS).
+# The charts of each of the lesson's parts, one tab each; the first is open by default.
 PART_CHARTS = {
-    "leak": {"mask_leakage"},
+    "masks": {*STEP_CHARTS, "mask_leakage"},
     "scale": {"scale_variance", "scale_entropy", "scale_max"},
     "kv": {"kv_cache_k", "kv_cache_v", "kv_time", "kv_macs", "kv_difference"},
     "cost": {"cost_time", "cost_memory"},
@@ -57,7 +57,7 @@ def test_every_mask_kind_draws_every_step_and_masks_exactly_what_it_should(kind)
         "masks", SENTENCE, mask_weights=RANDOM, mask_kind=kind, second=SECOND, mask_window="1"
     )
     _no_failure(at)
-    assert set(STEP_CHARTS) == _chart_keys(at)  # the first tab, open by default
+    assert PART_CHARTS["masks"] == _chart_keys(at)  # the first tab, open by default
     assert all(
         "Infinity" not in json.dumps(s) and "NaN" not in json.dumps(s) for s in chart_specs(at)
     )
@@ -108,7 +108,7 @@ def test_cross_attention_queries_the_sentence_and_keys_the_second_one():
 
 
 def test_the_leakage_chart_shows_exact_zeros_before_the_edit_only_with_the_causal_mask():
-    at = open_lesson("masks", SENTENCE, leak_pos="6", mask_part="leak")
+    at = open_lesson("masks", SENTENCE, leak_pos="6")
     _no_failure(at)
     causal, none = chart(at, "mask_leakage")["data"]
     causal_y, none_y = _values(causal["y"]), _values(none["y"])
@@ -122,9 +122,8 @@ def test_an_empty_second_sentence_asks_for_one_and_the_rest_still_draws():
     at = open_lesson("masks", SENTENCE, mask_weights=RANDOM, mask_kind="cross", second="   ")
     _no_failure(at)
     assert any("needs a second sentence" in m for m in messages(at))
-    assert not set(STEP_CHARTS) & _chart_keys(at)
-    _no_failure(_open_part(at, "leak"))
     assert "mask_leakage" in _chart_keys(at)
+    assert not set(STEP_CHARTS) & _chart_keys(at)
 
 
 def test_a_hostile_second_sentence_is_cleaned_noted_and_escaped():
@@ -187,7 +186,7 @@ def test_a_part_named_in_the_other_language_or_not_at_all_is_understood_or_noted
     assert at.session_state["mask_part"] == "4 · KV cache"
     at = open_lesson("masks", SENTENCE, mask_part="6 · nowhere")
     _no_failure(at)
-    assert _chart_keys(at) == set(STEP_CHARTS)
+    assert _chart_keys(at) == PART_CHARTS["masks"]
     assert any(m.startswith("The link") for m in messages(at))
 
 
