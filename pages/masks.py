@@ -779,7 +779,15 @@ def cost_section() -> None:
 # visitor's sentence); the others are labs.
 PARTS = ("masks", "scale", "kv", "cost")
 st.caption(t("masks.parts_hint"))
-part, tab = linked_tabs(PARTS, "masks", key="mask_part", format_func=part_label)
+part, tab = linked_tabs(
+    st,
+    PARTS,
+    "masks",
+    key="mask_part",
+    format_func=part_label,
+    # A link that sets a lab's control (as links made before the tabs did) opens its tab.
+    opened_by={"scale": ("scale_keys",), "kv": ("kv_context", "kv_new", "kv_step")},
+)
 with tab:
     if part == "masks":
         steps_section(sentence.text)
