@@ -197,3 +197,10 @@ def test_the_open_part_stays_open_when_the_language_changes():
     _no_failure(at)
     assert at.session_state["mask_part"] == "5 · 开销"
     assert _chart_keys(at) == PART_CHARTS["cost"]
+
+
+def test_a_link_setting_a_labs_control_opens_that_labs_tab():
+    at = open_lesson("masks", SENTENCE, kv_new="8")  # a link made before the lesson had tabs
+    _no_failure(at)
+    assert _chart_keys(at) == PART_CHARTS["kv"]
+    assert len(_values(chart(at, "kv_difference")["data"][0]["y"])) == 8
