@@ -58,6 +58,19 @@ def lesson_path(request) -> str:
     return request.param
 
 
+# Links that open a lesson's other tabs (only the open tab is drawn), for the tests that
+# look at every chart a lesson sends.
+OTHER_TABS = {
+    "positional": [{"pe_view": view} for view in ("sinusoidal", "rope", "trained")],
+}
+
+
+def every_tab(lesson_path: str, sentence: str, **query) -> list[AppTest]:
+    """The lesson opened on its first tab, then on each other tab it has, by a link."""
+    views = [{}, *OTHER_TABS.get(lesson_path, [])]
+    return [open_lesson(lesson_path, sentence, **query, **view) for view in views]
+
+
 def chart(at: AppTest, key: str) -> dict:
     """The plotly chart drawn with `key` (its element id ends with the key)."""
     for el in at.get("plotly_chart"):

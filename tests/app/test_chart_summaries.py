@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import open_lesson
+from conftest import every_tab
 from streamlit.testing.v1.element_tree import Block, Caption, DownloadButton, UnknownElement
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -46,9 +46,10 @@ def chart_furniture(at) -> dict[str, tuple[str | None, set[str]]]:
 
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_every_chart_has_a_summary_and_its_numbers_to_download(lesson_path, language):
-    at = open_lesson(lesson_path, SENTENCE, lang=language)
-    assert not at.exception, [e.value for e in at.exception]
-    charts = chart_furniture(at)
+    charts = {}
+    for at in every_tab(lesson_path, SENTENCE, lang=language):
+        assert not at.exception, [e.value for e in at.exception]
+        charts.update(chart_furniture(at))
     assert charts, f"{lesson_path} draws no chart"
     for key, (summary, files) in charts.items():
         assert summary and summary.strip(), f"{lesson_path}: chart {key} has no summary"

@@ -10,22 +10,29 @@ from conftest import chart, chart_specs, messages, open_lesson, texts
 from components.positional import scheme_label
 from models import positional as pe
 
-CHARTS = {
-    "pe_heatmap",
-    "pe_waves",
-    "pe_similarity_sinusoidal",
-    "pe_similarity_learned",
-    "pe_rotation_matrix",
-    "pe_rotation_errors",
-    "pe_rope_grid",
-    "pe_rope_decay",
-    "pe_order_max",
-    "pe_order_tokens",
-    "pe_extrapolation",
-    "pe_trained_before",
-    "pe_trained_after",
-    "pe_trained_offset",
+# The lesson's tabs and the charts each draws; only the open tab is drawn.
+TABS = {
+    "sentence": {"pe_heatmap", "pe_waves", "pe_order_max", "pe_order_tokens"},
+    "sinusoidal": {
+        "pe_similarity_sinusoidal",
+        "pe_similarity_learned",
+        "pe_rotation_matrix",
+        "pe_rotation_errors",
+    },
+    "rope": {"pe_rope_grid", "pe_rope_decay", "pe_extrapolation"},
+    "trained": {"pe_trained_before", "pe_trained_after", "pe_trained_offset"},
 }
+CHARTS = set().union(*TABS.values())
+
+
+def _drawn(at) -> set[str]:
+    return {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
+
+
+def _every_tab(sentence: str, **query):
+    """The lesson opened on each of its tabs by a link, in turn: (tab, AppTest)."""
+    for tab in TABS:
+        yield tab, open_lesson("positional", sentence, pe_view=tab, **query)
 
 
 def _no_failure(at) -> None:
@@ -39,11 +46,12 @@ def _all_finite(spec: dict) -> bool:
 
 
 def test_cjk_and_emoji_draw_every_chart_and_name_the_unknown_token():
+    for tab, opened in _every_tab("我爱你 🙂 dog bites man"):
+        _no_failure(opened)
+        assert _drawn(opened) == TABS[tab], tab
+        assert all(_all_finite(spec) for spec in chart_specs(opened))
     at = open_lesson("positional", "我爱你 🙂 dog bites man")
-    _no_failure(at)
-    specs = chart_specs(at)
-    assert {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")} >= CHARTS
-    assert all(_all_finite(spec) for spec in specs)
+    assert _drawn(at) == TABS["sentence"]  # the tab a visitor first sees
     assert "我 · 爱 · 你 · [UNK] · dog · bites · man" in texts(at)
     assert any("[UNK]" in m for m in messages(at))
     assert "🙂" in texts(at)  # the hidden text is quoted through an inert sink
@@ -77,16 +85,43 @@ def test_a_512_token_input_is_capped_with_a_note_and_still_draws():
     at = open_lesson("positional", "a b " * 300)
     _no_failure(at)
     assert any("Truncated to 512 tokens" in m and "600" in m for m in messages(at))
-    assert len(chart_specs(at)) == len(CHARTS)
     assert len(chart(at, "pe_order_tokens")["data"][0]["x"]) == 512
-    assert all(_all_finite(spec) for spec in chart_specs(at))
+    for tab, opened in _every_tab("a b " * 300):
+        _no_failure(opened)
+        assert len(chart_specs(opened)) == len(TABS[tab])
+        assert all(_all_finite(spec) for spec in chart_specs(opened))
 
 
-def test_controls_come_from_the_link():
-    at = open_lesson("positional", "dog bites man", pe_offset="17", pe_shift="1000")
+def test_controls_come_from_the_link_and_open_their_tab():
+    at = open_lesson("positional", "dog bites man", pe_offset="17")
     _no_failure(at)
+    assert _drawn(at) == TABS["sinusoidal"]
     assert chart(at, "pe_rotation_matrix")["layout"]["title"]["text"] == "M_k for k = 17"
+    at = open_lesson("positional", "dog bites man", pe_shift="1000")
+    _no_failure(at)
+    assert _drawn(at) == TABS["rope"]
     assert "1000" in chart(at, "pe_rope_grid")["layout"]["title"]["text"]
+    at = open_lesson("positional", "dog bites man", pe_view="trained", pe_shift="1000")
+    assert _drawn(at) == TABS["trained"]  # a tab the link names wins
+
+
+def test_a_tab_is_named_in_either_language_and_a_keystroke_redraws_only_it():
+    at = open_lesson("positional", "dog bites man", lang="zh", pe_view="RoPE, ALiBi and length")
+    _no_failure(at)
+    assert [tab.label for tab in at.tabs] == [
+        "你的句子：编码表与词序",
+        "相似度与平移",
+        "RoPE、ALiBi 与长度",
+        "训练之后",
+    ]
+    assert _drawn(at) == TABS["rope"]
+    assert "307" in chart(at, "pe_rope_grid")["layout"]["title"]["text"]  # 8 positions at least
+    at.text_input("sentence").input(
+        "one two three four five six seven eight nine ten eleven twelve"
+    ).run()
+    _no_failure(at)
+    assert _drawn(at) == TABS["rope"]
+    assert "311" in chart(at, "pe_rope_grid")["layout"]["title"]["text"]  # one per token
 
 
 def _values(y) -> list[float]:
