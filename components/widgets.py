@@ -343,7 +343,7 @@ def load_attention_model(key: str):
     from models.catalog import SHIPPED_KEY, Settings, model_folder
     from models.hf_models import AttentionModel
     from models.pretrained import PretrainedEncoder
-    from models.runtime import limit_threads, settle_heap
+    from models.runtime import limit_threads, settle_heap_after_run
 
     limit_threads()
     if key == SHIPPED_KEY:
@@ -352,7 +352,7 @@ def load_attention_model(key: str):
         choice = next(c for c in model_choices() if c.key == key)
         settings = Settings.from_env()
         model = AttentionModel(model_folder(choice, settings), settings.max_params)
-    settle_heap()
+    settle_heap_after_run()
     return model
 
 
@@ -455,7 +455,7 @@ def load_tokenizer():
 def load_transformer(positional: str = "sinusoidal", causal: bool = False, seed: int = 0):
     """One frozen random Transformer per (encoding, direction, seed), shared by every session:
     only ever read (no hooks, nothing stored on it)."""
-    from models.runtime import limit_threads, settle_heap
+    from models.runtime import limit_threads, settle_heap_after_run
     from models.transformer import Transformer, TransformerConfig
 
     limit_threads()
@@ -463,7 +463,7 @@ def load_transformer(positional: str = "sinusoidal", causal: bool = False, seed:
         d_vocab=load_tokenizer().vocab_size, positional=positional, causal=causal
     )
     model = Transformer(cfg, seed=seed)
-    settle_heap()
+    settle_heap_after_run()
     return model
 
 
