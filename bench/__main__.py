@@ -34,6 +34,7 @@ from bench.load import (
 )
 from bench.sentences import SentenceMaker, chart_labels, minilm_tokens
 from bench.server import RESULTS_DIR, RssSampler, Server, active_sessions
+from models.inputs import SENTENCE_PAUSE_MS
 
 SHORT, LONG = 20, 128  # tokens, [CLS] and [SEP] included
 # Pages whose first view shows trained weights on their task's own sequence: the link that
@@ -213,7 +214,15 @@ class LoadResult:
     peak: int
 
 
-def visitors_at_once(srv: Server, app: App, args: argparse.Namespace, mk: SentenceMaker):
+def visitors_at_once(
+    srv: Server,
+    app: App,
+    args: argparse.Namespace,
+    mk: SentenceMaker,
+    live_pause_s: float | None = None,
+):
+    """Every visitor at once. With `live_pause_s`, each types its sentences' last keys
+    key by key into a box with that live pause, and latency is last key → answer."""
     sentences = [[mk.make(SHORT) for _ in range(args.sentences)] for _ in range(args.visitors)]
     # A browser waits for its rerun however long it takes: only the limit cuts.
     plan = LoadPlan(
@@ -222,12 +231,14 @@ def visitors_at_once(srv: Server, app: App, args: argparse.Namespace, mk: Senten
         send_window_s=args.load_s,
         hard_limit_s=args.load_s,
         rerun_timeout_s=args.load_s,
+        live_pause_s=live_pause_s,
     )
     rss_before = srv.rss()
     with RssSampler(srv.pid) as sampler:
         report = run_load(srv.port, sentences, plan)
     time.sleep(2)
-    lat, errors = report.latencies, report.errors
+    lat = report.latencies if live_pause_s is None else report.last_key_latencies
+    errors = report.errors
     err_text = f"{len(errors)}"
     if errors:
         kinds: dict[str, int] = {}
@@ -240,7 +251,12 @@ def visitors_at_once(srv: Server, app: App, args: argparse.Namespace, mk: Senten
     return LoadResult(
         errors=f"{err_text}; {report.completed} of {report.planned} reruns done, "
         f"{report.not_sent} never sent (window closed); wall {report.wall_s:.0f} s",
-        latency=f"median {ms(med)}, p95 {ms(p95)} (n={len(lat)})",
+        latency=f"median {ms(med)}, p95 {ms(p95)} (n={len(lat)})"
+        + (
+            f"; {report.commits_per_sentence:.1f} commits sent per sentence"
+            if report.commits_per_sentence
+            else ""
+        ),
         memory=f"{kb(peak)} (before the load {kb(rss_before)}; after {kb(srv.rss())}; "
         f"active sessions after: {active_sessions(srv.port)})",
         ok_errors=not errors and report.not_sent == 0,
@@ -293,6 +309,12 @@ def measure_app(
                 lambda: typing_runs(br, app, srv.base_url, mk, args.n_typing, args.n_typing),
             )
         attempt("load", lambda: visitors_at_once(srv, app, args, mk))
+        if app is SEQLENS:
+            for pause_ms in args.live_pauses:
+                attempt(
+                    f"load_live:{pause_ms}",
+                    lambda p=pause_ms: visitors_at_once(srv, app, args, mk, p / 1000),
+                )
     finally:
         srv.stop()
     return got
@@ -514,6 +536,21 @@ def add_rows(rows, ours, peer, bertviz, gc_text, args, why_no_browser) -> None:
                 verdict(load.peak <= 1.5e9),
             ),
         ]
+    for pause_ms in args.live_pauses:
+        live = ours.get(f"load_live:{pause_ms}")
+        chosen = " (the app's)" if pause_ms == SENTENCE_PAUSE_MS else ""
+        what = (
+            title + f"the last {LoadPlan.typed_keys} keys of each typed key by key "
+            f"({LoadPlan.key_gap_s[0]:.2f}–{LoadPlan.key_gap_s[1]:.2f} s apart), "
+            f"live pause {pause_ms} ms{chosen}: "
+        )
+        if not isinstance(live, LoadResult):
+            rows.append(Row(what + "load", failed(live)))
+            continue
+        rows += [
+            Row(what + "errors", live.errors, target="0", met=verdict(live.ok_errors)),
+            Row(what + "last key → answer (live pause included)", live.latency),
+        ]
     if gc_text is not None:
         rows.append(
             Row(
@@ -559,6 +596,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n-long", type=int, default=6, help="fresh 128-token sentences")
     p.add_argument("--n-typing", type=int, default=10, help="typed sentences per length")
     p.add_argument("--visitors", type=int, default=40)
+    p.add_argument(
+        "--live-pauses",
+        type=lambda text: [int(x) for x in text.split(",") if x],
+        default=sorted({250, SENTENCE_PAUSE_MS}),
+        help="live pauses (ms, comma-separated) for the load typed key by key; empty to skip",
+    )
     p.add_argument("--sentences", type=int, default=5, help="sentences per visitor")
     p.add_argument("--load-s", type=float, default=60.0, help="the load's time limit")
     p.add_argument(

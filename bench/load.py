@@ -60,6 +60,10 @@ class Rerun:
     bytes: int = 0  # websocket payload bytes received for this run
     messages: int = 0
     error: str = ""
+    # Typed key by key (Session.type_live): last key → the answer for the whole sentence,
+    # live pause included, and how many commits the pauses between keys sent.
+    last_key_s: float | None = None
+    commits: int = 0
     charts: dict[str, str] = field(default_factory=dict)  # chart key → plotly spec JSON
     texts: list[str] = field(default_factory=list)  # st.text bodies
     alerts: list[str] = field(default_factory=list)
@@ -82,6 +86,18 @@ def chart_key(element_id: str) -> str:
     """`$$ID-<hash>-one_head` → `one_head` (the key the page gave st.plotly_chart)."""
     parts = element_id.split("-", 2)
     return parts[2] if len(parts) == 3 else element_id
+
+
+def commit_schedule(gaps_s: list[float], pause_s: float) -> list[tuple[float, int]]:
+    """When a live text box commits, as the browser's debounce does: (seconds after the
+    first key, keys typed by then). Key i+1 follows key i by gaps_s[i]; a commit fires
+    `pause_s` after a key that no other key followed within `pause_s`."""
+    commits, at = [], 0.0
+    for typed, gap in enumerate([*gaps_s, float("inf")], start=1):
+        if gap > pause_s:
+            commits.append((at + pause_s, typed))
+        at += gap
+    return commits
 
 
 def _error_message() -> str:
@@ -162,14 +178,67 @@ class Session:
         """What the browser sends when the visitor has typed `sentence` in the box."""
         if self.sentence_widget_id is None:
             raise RuntimeError("open a page first: the sentence box's id is not known yet")
-        self.query[SENTENCE_KEY] = sentence
+        msg = BackMsg()
+        msg.ParseFromString(self._typed(sentence))
+        return await self._rerun(msg, sentence)
+
+    async def type_live(
+        self, sentence: str, typed_from: int, gaps_s: list[float], pause_s: float
+    ) -> Rerun:
+        """The visitor types sentence[typed_from:] key by key into a box holding
+        sentence[:typed_from], with `gaps_s` between keys, and the box commits after
+        `pause_s` without a key (Streamlit's `live`). Every commit is sent when the
+        browser would send it, answered or not (the server cuts a run short for a newer
+        one); the Rerun returned is the first complete run that shows the whole
+        sentence. A run answering a shorter text is read and set aside."""
+        keys = len(sentence) - typed_from
+        if len(gaps_s) != keys - 1:
+            raise ValueError(f"{keys} keys need {keys - 1} gaps, got {len(gaps_s)}")
+        run = Rerun(sentence=sentence)
+        if self.ws is None or self.unanswered or self.sentence_widget_id is None:
+            run.error = "not connected" if self.ws is None else "not ready to type"
+            return run
+        started = time.monotonic()
+        last_key = started + sum(gaps_s)
+        answer = asyncio.create_task(self._answer_for(sentence, run))
+        try:
+            for at, typed in commit_schedule(gaps_s, pause_s):
+                await asyncio.sleep(max(0.0, started + at - time.monotonic()))
+                run.sent_at = time.monotonic()
+                run.commits += 1
+                await self.ws.send(self._typed(sentence[: typed_from + typed]))
+            await asyncio.wait_for(asyncio.shield(answer), self.rerun_timeout_s)
+            if not run.error:
+                run.last_key_s = run.sent_at + run.latency_s - last_key
+        except TimeoutError:
+            self.unanswered = True
+            run.error = self.cut_reason or f"no answer within {self.rerun_timeout_s:.0f} s"
+        except websockets.ConnectionClosed as exc:
+            run.error = f"connection closed: {exc}"
+        finally:
+            answer.cancel()
+        return run
+
+    def _typed(self, text: str) -> bytes:
+        self.query[SENTENCE_KEY] = text
         msg = BackMsg()
         msg.rerun_script.query_string = urlencode(self.query)
         msg.rerun_script.page_script_hash = self.page_script_hash
         widget = msg.rerun_script.widget_states.widgets.add()
         widget.id = self.sentence_widget_id
-        widget.string_value = sentence
-        return await self._rerun(msg, sentence)
+        widget.string_value = text
+        return msg.SerializeToString()
+
+    async def _answer_for(self, sentence: str, final: Rerun) -> None:
+        """Read runs until one shows `sentence` on its token charts; fill `final` with it."""
+        while True:
+            run = Rerun(sentence=sentence, sent_at=final.sent_at)
+            await self._read_run(run)
+            if run.error or not check_heads_tokens(run):
+                final.latency_s = time.monotonic() - final.sent_at
+                for name in ("bytes", "messages", "error", "charts", "texts", "alerts"):
+                    setattr(final, name, getattr(run, name))
+                return
 
     async def _rerun(self, msg: BackMsg, sentence: str) -> Rerun:
         run = Rerun(sentence=sentence)
@@ -306,6 +375,12 @@ class LoadPlan:
     seed: int = 0
     # Whether answers are checked by their token charts (default: on the heads page).
     token_charts: bool | None = None
+    # None: each sentence arrives whole (one rerun). A pause: the last `typed_keys` of
+    # each sentence after the first are typed key by key, `key_gap_s` apart, into a box
+    # that commits after that pause (heads page only: answers are told by their charts).
+    live_pause_s: float | None = None
+    typed_keys: int = 12
+    key_gap_s: tuple[float, float] = (0.08, 0.45)
 
 
 def _check(run: Rerun, plan: LoadPlan) -> str:
@@ -340,6 +415,10 @@ async def visitor(
                 )
                 if i == 0:
                     run = await session.open_page(plan.page, sentence)
+                elif plan.live_pause_s is not None:
+                    typed_from = max(0, len(sentence) - plan.typed_keys)
+                    gaps = [rng.uniform(*plan.key_gap_s) for _ in sentence[typed_from + 1 :]]
+                    run = await session.type_live(sentence, typed_from, gaps, plan.live_pause_s)
                 else:
                     run = await session.type_sentence(sentence)
                 if run.ok:
@@ -379,6 +458,16 @@ class LoadReport:
     @property
     def latencies(self) -> list[float]:
         return [r.latency_s for r in self.reruns if r.latency_s is not None]
+
+    @property
+    def last_key_latencies(self) -> list[float]:
+        """Last key → answer of the sentences typed key by key."""
+        return [r.last_key_s for r in self.reruns if r.last_key_s is not None]
+
+    @property
+    def commits_per_sentence(self) -> float | None:
+        typed = [r.commits for r in self.reruns if r.commits]
+        return statistics.mean(typed) if typed else None
 
     @property
     def completed(self) -> int:

@@ -20,6 +20,7 @@ from components.i18n import LANGUAGES, t, using_language
 from components.labels import markdown_literal
 from components.projector import for_projector
 from models.inputs import (
+    SENTENCE_PAUSE_MS,
     Note,
     PreparedText,
     parse_choice,
@@ -62,7 +63,7 @@ def sentence_box(lesson: str = "") -> None:
         t("app.sentence_label"),
         value=DEFAULT_SENTENCE,
         key=SENTENCE_KEY,
-        live=True,
+        live=f"{SENTENCE_PAUSE_MS}ms",
         bind="query-params",
         help=t("app.sentence_help"),
     )
@@ -243,6 +244,38 @@ def linked_multiselect(
     _relink(key, raws, labels, "string_array_value")
     _show_link_note(key, value)
     return value
+
+
+def linked_tabs(where, options, default, key: str, format_func, opened_by: dict | None = None):
+    """Tabs of which only the open one is drawn: (its option, its container).
+
+    Content under a closed tab is neither computed nor sent, so a keystroke redraws one
+    tab, not all of them. Streamlit keeps the open tab's label, in the language it was
+    shown in: a label of the other language (a shared link, a switch of language) is
+    read as the same tab. `opened_by` maps an option to the keys of the controls inside
+    its tab: a link that sets one of them, and names no tab, opens that tab."""
+    options = list(options)
+    shown = [format_func(option) for option in options]
+
+    def label_named(raw: str):
+        return parse_choice(raw, shown, format_func(default), _labels(options, format_func))
+
+    raws = _check_link(key, lambda raws: label_named(raws[-1]))
+    if key not in st.session_state:
+        for option, keys in (opened_by or {}).items():
+            if any(control in st.query_params for control in keys):
+                st.session_state[key] = format_func(option)
+                break
+    kept = st.session_state.get(key)
+    if kept is not None and kept not in shown:
+        st.session_state[key] = label_named(kept)[0]
+    tabs = where.tabs(shown, default=format_func(default), key=key, bind="query-params")
+    index = next(i for i, tab in enumerate(tabs) if tab.open)
+    _relink(
+        key, raws and raws[-1:], [shown[index]] if options[index] != default else [], "string_value"
+    )
+    _show_link_note(key, shown[index])
+    return options[index], tabs[index]
 
 
 # Whether this run is in presenter mode: set by the frame before the page draws

@@ -12,6 +12,10 @@ import unicodedata
 from dataclasses import dataclass, field
 
 MAX_CHARS = 2000
+# How long the sentence box waits after a key before it commits (Streamlit's default is
+# 250 ms). Shorter answers sooner; it costs more reruns while someone types, since a key
+# that follows a commit cuts that rerun short (docs/PERFORMANCE.md, `python -m bench`).
+SENTENCE_PAUSE_MS = 120
 # The unknown token of both tokenizers SeqLens runs (BERT's WordPiece and its own).
 UNKNOWN = "[UNK]"
 

@@ -38,6 +38,7 @@ from components.widgets import (
     linked_multiselect,
     linked_selectbox,
     linked_slider,
+    linked_tabs,
     load_checkpoint,
     load_visitor_store,
     model_choices,
@@ -385,96 +386,36 @@ with focus:
             args=({"layer": best_layer, "head": best_head},),
         )
 
-st.subheader(t("heads.summary_title"))
-# A decoder's last token is seen by the last query alone: only the first token can be a sink.
-stat_names = ("entropy", "distance", "cls") if cfg.causal else ("entropy", "distance", "cls", "sep")
-stat_titles = {name: t(f"heads.stat.{name}") for name in stat_names}
-if cfg.causal:
-    stat_titles["cls"] = t("heads.stat.first")
-show_chart(
-    head_summary_figure(
-        {name: stats[name] for name in stat_names},
-        titles=stat_titles,
-        formats={"entropy": ".2f", "distance": ".1f", "cls": ".0%", "sep": ".0%"},
-    ),
-    key="summary",
-    summary=head_statistics_summary(
-        {name: stats[name] for name in stat_names},
-        stat_titles,
-    ),
-    data={"layer": range(n_layers), "head": range(n_heads)}
-    | {name: stats[name] for name in stat_names},
-)
-st.caption(t("heads.summary_caption", max_entropy=float(np.log2(len(tokens)))))
-if cfg.causal:
-    n_sink = int((stats["cls"] > 0.5).sum())
-    st.info(t("heads.sinks_decoder", n_sink=n_sink, n_total=n_layers * n_heads))
-else:
-    n_sink = int(((stats["cls"] + stats["sep"]) > 0.5).sum())
-    st.info(t("heads.sinks", n_sink=n_sink, n_total=n_layers * n_heads))
 
-# --- switching heads off ----------------------------------------------------------------
-st.subheader(t("heads.ablate_title"))
-if trained:
-    st.caption(t("heads.ablate_intro_trained"))
-else:
-    st.caption(t("heads.ablate_intro_decoder" if cfg.causal else "heads.ablate_intro"))
-all_heads = list(range(n_layers * n_heads))
-switched_off = linked_multiselect(
-    st,
-    t("heads.ablate_heads"),
-    all_heads,
-    [],
-    key="ablate",
-    max_selections=len(all_heads),
-    format_func=lambda i: head_label(*divmod(i, n_heads)),
-)
-heads_off = tuple(divmod(i, n_heads) for i in sorted(switched_off))
-change = ablation_run(model_key, sentence.text, heads_off) if heads_off else None
-if change is None:
-    st.info(t("heads.ablate_none"))
-elif cfg.causal:
-    top_before = encoder.vocab_token(change.top_before)
-    top_after = encoder.vocab_token(change.top_after)
-    shown = [escape_label(encoder.vocab_token(i)) for i in change.token_ids]
-    show_chart(
-        next_token_figure(
-            shown,
-            change.before,
-            change.after,
-            before_name=t("heads.ablate_before"),
-            after_name=t("heads.ablate_after", n=len(heads_off)),
-            probability_title=t("heads.ablate_probability"),
-        ),
-        key="ablate_next",
-        summary=t(
-            "heads.ablate_next_summary",
-            before=top_before,
-            p_before=float(change.before[0]),
-            after=top_after,
-            kl=change.kl,
-        ),
-        data={
-            "token": [str(x) for x in shown],
-            "probability_all_heads": change.before,
-            "probability_heads_off": change.after,
-        },
+def statistics_section() -> None:
+    # A decoder's last token is seen by the last query alone: only the first token can be a sink.
+    stat_names = (
+        ("entropy", "distance", "cls") if cfg.causal else ("entropy", "distance", "cls", "sep")
     )
-else:
-    token_cosine = np.clip(change.token_cosine, -1.0, 1.0)
-    st.metric(t("heads.ablate_cosine"), f"{min(change.cosine, 1.0):.5f}")
-    least = int(np.argmin(token_cosine))
+    stat_titles = {name: t(f"heads.stat.{name}") for name in stat_names}
+    if cfg.causal:
+        stat_titles["cls"] = t("heads.stat.first")
     show_chart(
-        token_similarity_figure(labels, token_cosine, t("heads.ablate_similarity")),
-        key="ablate_tokens",
-        summary=t(
-            "heads.ablate_tokens_summary",
-            cosine=min(change.cosine, 1.0),
-            token=tokens[least],
-            least=float(token_cosine[least]),
+        head_summary_figure(
+            {name: stats[name] for name in stat_names},
+            titles=stat_titles,
+            formats={"entropy": ".2f", "distance": ".1f", "cls": ".0%", "sep": ".0%"},
         ),
-        data={"token": labels, "cosine_similarity": token_cosine},
+        key="summary",
+        summary=head_statistics_summary(
+            {name: stats[name] for name in stat_names},
+            stat_titles,
+        ),
+        data={"layer": range(n_layers), "head": range(n_heads)}
+        | {name: stats[name] for name in stat_names},
     )
+    st.caption(t("heads.summary_caption", max_entropy=float(np.log2(len(tokens)))))
+    if cfg.causal:
+        n_sink = int((stats["cls"] > 0.5).sum())
+        st.info(t("heads.sinks_decoder", n_sink=n_sink, n_total=n_layers * n_heads))
+    else:
+        n_sink = int(((stats["cls"] + stats["sep"]) > 0.5).sum())
+        st.info(t("heads.sinks", n_sink=n_sink, n_total=n_layers * n_heads))
 
 
 def every_head_grid() -> None:
@@ -504,46 +445,127 @@ def every_head_grid() -> None:
     st.caption(t("heads.effect_caption"))
 
 
-# One pass per head (in batches): run on request, not on every keystroke.
-measured = (model_key, sentence.text)
-if st.session_state.get("_every_head_for") == measured:
-    every_head_grid()
-else:
-    st.button(
-        t("heads.effect_run", count=n_layers * n_heads),
-        key="every_head_go",
-        on_click=set_state,
-        args=({"_every_head_for": measured},),
+def ablation_section() -> None:
+    if trained:
+        st.caption(t("heads.ablate_intro_trained"))
+    else:
+        st.caption(t("heads.ablate_intro_decoder" if cfg.causal else "heads.ablate_intro"))
+    all_heads = list(range(n_layers * n_heads))
+    switched_off = linked_multiselect(
+        st,
+        t("heads.ablate_heads"),
+        all_heads,
+        [],
+        key="ablate",
+        max_selections=len(all_heads),
+        format_func=lambda i: head_label(*divmod(i, n_heads)),
     )
-    st.caption(t("heads.effect_pending", count=n_layers * n_heads))
+    heads_off = tuple(divmod(i, n_heads) for i in sorted(switched_off))
+    change = ablation_run(model_key, sentence.text, heads_off) if heads_off else None
+    if change is None:
+        st.info(t("heads.ablate_none"))
+    elif cfg.causal:
+        top_before = encoder.vocab_token(change.top_before)
+        top_after = encoder.vocab_token(change.top_after)
+        shown = [escape_label(encoder.vocab_token(i)) for i in change.token_ids]
+        show_chart(
+            next_token_figure(
+                shown,
+                change.before,
+                change.after,
+                before_name=t("heads.ablate_before"),
+                after_name=t("heads.ablate_after", n=len(heads_off)),
+                probability_title=t("heads.ablate_probability"),
+            ),
+            key="ablate_next",
+            summary=t(
+                "heads.ablate_next_summary",
+                before=top_before,
+                p_before=float(change.before[0]),
+                after=top_after,
+                kl=change.kl,
+            ),
+            data={
+                "token": [str(x) for x in shown],
+                "probability_all_heads": change.before,
+                "probability_heads_off": change.after,
+            },
+        )
+    else:
+        token_cosine = np.clip(change.token_cosine, -1.0, 1.0)
+        st.metric(t("heads.ablate_cosine"), f"{min(change.cosine, 1.0):.5f}")
+        least = int(np.argmin(token_cosine))
+        show_chart(
+            token_similarity_figure(labels, token_cosine, t("heads.ablate_similarity")),
+            key="ablate_tokens",
+            summary=t(
+                "heads.ablate_tokens_summary",
+                cosine=min(change.cosine, 1.0),
+                token=tokens[least],
+                least=float(token_cosine[least]),
+            ),
+            data={"token": labels, "cosine_similarity": token_cosine},
+        )
+    # One pass per head (in batches): run on request, not on every keystroke.
+    measured = (model_key, sentence.text)
+    if st.session_state.get("_every_head_for") == measured:
+        every_head_grid()
+    else:
+        st.button(
+            t("heads.effect_run", count=n_layers * n_heads),
+            key="every_head_go",
+            on_click=set_state,
+            args=({"_every_head_for": measured},),
+        )
+        st.caption(t("heads.effect_pending", count=n_layers * n_heads))
 
-# --- attention rollout -------------------------------------------------------------------
-st.subheader(t("heads.rollout_title"))
-rollout = attention_rollout(patterns)
-through = (
-    linked_slider(st, t("heads.rollout_layer"), 0, n_layers - 1, n_layers - 1, key="rollout_layer")
-    if n_layers > 1
-    else 0
+
+def rollout_section() -> None:
+    rollout = attention_rollout(patterns)
+    through = (
+        linked_slider(
+            st, t("heads.rollout_layer"), 0, n_layers - 1, n_layers - 1, key="rollout_layer"
+        )
+        if n_layers > 1
+        else 0
+    )
+    flow = rollout[through]
+    q_best, k_best, _ = strongest_link(flow, ignore=specials) or (0, 0, 0.0)
+    show_chart(
+        head_heatmap(
+            flow,
+            labels,
+            query_title=t("heads.query"),
+            key_title=t("heads.rollout_input"),
+            weight_title=t("heads.rollout_share"),
+        ),
+        key="rollout",
+        summary=t(
+            "heads.rollout_summary",
+            layer=through,
+            query=tokens[q_best],
+            key=tokens[k_best],
+            share=float(flow[q_best, k_best]),
+        ),
+        data={"query": labels, **{label: flow[:, i] for i, label in enumerate(labels)}},
+    )
+    st.caption(t("heads.rollout_caption", layer=through))
+    st.warning(t("heads.rollout_caveat"))
+
+
+# One tab at a time: a keystroke redraws the open tab's chart, not all three.
+SECTIONS = {
+    "statistics": statistics_section,
+    "ablation": ablation_section,
+    "rollout": rollout_section,
+}
+view, panel = linked_tabs(
+    st,
+    SECTIONS,
+    "statistics",
+    key="view",
+    format_func=lambda name: t(f"heads.view.{name}"),
+    opened_by={"ablation": ("ablate",), "rollout": ("rollout_layer",)},
 )
-flow = rollout[through]
-q_best, k_best, _ = strongest_link(flow, ignore=specials) or (0, 0, 0.0)
-show_chart(
-    head_heatmap(
-        flow,
-        labels,
-        query_title=t("heads.query"),
-        key_title=t("heads.rollout_input"),
-        weight_title=t("heads.rollout_share"),
-    ),
-    key="rollout",
-    summary=t(
-        "heads.rollout_summary",
-        layer=through,
-        query=tokens[q_best],
-        key=tokens[k_best],
-        share=float(flow[q_best, k_best]),
-    ),
-    data={"query": labels, **{label: flow[:, i] for i, label in enumerate(labels)}},
-)
-st.caption(t("heads.rollout_caption", layer=through))
-st.warning(t("heads.rollout_caveat"))
+with panel:
+    SECTIONS[view]()

@@ -84,7 +84,7 @@ def test_switching_a_gpt2_head_off_shows_next_token_probabilities_before_and_aft
 
 
 def test_every_head_is_measured_alone_on_request_for_this_sentence():
-    at = open_lesson("heads", SENTENCE, model="folder:tiny-gpt2")
+    at = open_lesson("heads", SENTENCE, model="folder:tiny-gpt2", view="ablation")
     with pytest.raises(AssertionError):
         chart(at, "every_head_effect")  # not on every keystroke: only when asked
     at.button(key="every_head_go").click().run()
@@ -99,7 +99,7 @@ def test_every_head_is_measured_alone_on_request_for_this_sentence():
 
 
 def test_no_head_off_says_the_output_is_the_original():
-    at = open_lesson("heads", SENTENCE, model="folder:tiny-llama")
+    at = open_lesson("heads", SENTENCE, model="folder:tiny-llama", view="ablation")
     assert any(m.startswith("No head is switched off") for m in messages(at))
     with pytest.raises(AssertionError):
         chart(at, "ablate_next")
@@ -116,7 +116,7 @@ def test_switching_a_minilm_head_off_moves_the_sentence_embedding():
 
 
 def test_rollout_through_the_last_layer_is_drawn_with_its_caveat():
-    at = open_lesson("heads", SENTENCE, model="folder:tiny-bert")
+    at = open_lesson("heads", SENTENCE, model="folder:tiny-bert", view="rollout")
     assert not at.exception
     assert at.slider(key="rollout_layer").value == 1
     rollout = chart(at, "rollout")["data"][0]

@@ -7,6 +7,7 @@ import io
 import re
 
 import numpy as np
+import pytest
 from conftest import chart, chart_specs, messages, open_lesson, texts
 from PIL import Image
 
@@ -23,8 +24,8 @@ def labels(tokens: list[str]) -> list[str]:
 def test_default_sentence_draws_every_chart_with_its_tokens():
     at = open_lesson("heads")
     assert not at.exception
-    # heads, one head, token focus, head statistics, rollout
-    assert len(chart_specs(at)) == 5
+    # heads, one head, token focus, and the open tab's: head statistics
+    assert len(chart_specs(at)) == 4
     one = chart(at, "one_head")["data"][0]
     assert one["x"] == labels(DEFAULT_TOKENS)
     assert one["y"] == labels(DEFAULT_TOKENS)
@@ -122,8 +123,8 @@ def test_show_strongest_head_button_selects_that_head():
 def test_invalid_layer_and_head_in_the_link_fall_back_to_valid_ones():
     at = open_lesson("heads", "The cat sat", layer="99", head="abc")
     assert not at.exception
-    # heads, one head, token focus, head statistics, rollout
-    assert len(chart_specs(at)) == 5
+    # heads, one head, token focus, and the open tab's: head statistics
+    assert len(chart_specs(at)) == 4
 
 
 def test_preset_fills_the_sentence_box():
@@ -156,3 +157,60 @@ def test_a_layer_past_the_model_is_replaced_with_a_note():
     assert len(notes) == 2
     assert "Layer 3, head 1" in [s.value for s in at.subheader]
     assert "9" in texts(at) and "-3" in texts(at)
+
+
+def _open_tab(at) -> str:
+    return at.session_state["view"]
+
+
+def test_only_the_open_tab_below_the_heads_is_computed_and_drawn():
+    at = open_lesson("heads", "The cat sat on the mat")
+    drawn = lambda: {key for key in ("summary", "ablate_tokens", "rollout") if _has_chart(at, key)}  # noqa: E731
+    assert _open_tab(at) == "Head statistics" and drawn() == {"summary"}
+    at.session_state["view"] = "Switch heads off"
+    at.run()
+    assert drawn() == set() and any(m.startswith("No head is switched off") for m in messages(at))
+    at.multiselect(key="ablate").set_value([3 * 12 + 1]).run()
+    assert drawn() == {"ablate_tokens"}
+    at.session_state["view"] = "Rollout across layers"
+    at.run()
+    assert drawn() == {"rollout"} and at.slider(key="rollout_layer").value == 5
+    # Back again: the heads switched off are still switched off.
+    at.session_state["view"] = "Switch heads off"
+    at.run()
+    assert at.multiselect(key="ablate").value == [37] and drawn() == {"ablate_tokens"}
+
+
+def _has_chart(at, key: str) -> bool:
+    try:
+        chart(at, key)
+    except AssertionError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("query", "tab"),
+    [
+        ({"view": "rollout"}, "Rollout across layers"),  # the tab's name
+        ({"view": "跨层注意力展开（rollout）"}, "Rollout across layers"),  # shown in Chinese
+        ({"ablate": "L3 H1"}, "Switch heads off"),  # a control inside the tab
+        ({"rollout_layer": "2"}, "Rollout across layers"),
+        ({"view": "rollout", "ablate": "L3 H1"}, "Rollout across layers"),  # the tab wins
+    ],
+)
+def test_a_link_opens_the_tab_it_names_or_whose_control_it_sets(query, tab):
+    at = open_lesson("heads", "The cat sat", **query)
+    assert not at.exception and _open_tab(at) == tab
+
+
+def test_a_link_naming_no_tab_opens_the_first_with_a_note():
+    at = open_lesson("heads", "The cat sat", view="nonsense")
+    assert not at.exception and _open_tab(at) == "Head statistics"
+    assert any("does not offer" in m for m in messages(at))
+
+
+def test_the_open_tab_stays_open_when_the_language_changes():
+    at = open_lesson("heads", "The cat sat", view="rollout")
+    at.segmented_control(key="lang").set_value("zh").run()
+    assert not at.exception and _open_tab(at) == "跨层注意力展开（rollout）"

@@ -40,6 +40,17 @@ def _keys(at) -> set[str]:
     return {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
 
 
+def _keys_in_every_tab(at) -> set[str]:
+    """The charts drawn, each tab below the heads opened in turn."""
+    keys = set()
+    for view in ("statistics", "ablation", "rollout"):
+        at.session_state["view"] = view
+        at.run()
+        _no_failure(at)
+        keys |= _keys(at)
+    return keys
+
+
 def _minilm_instead(at) -> None:
     """The page fell back to MiniLM and says the visitor's model is not there."""
     _no_failure(at)
@@ -57,7 +68,6 @@ def test_every_section_runs_on_each_shipped_trained_model(name):
     at = open_lesson("heads", SENTENCE, model=f"trained:{name}", ablate="L1 H3")
     _no_failure(at)
     assert at.selectbox(key="model").value == f"trained:{name}"
-    assert _keys(at) >= SECTIONS
     meta = _metadata(name)
     spec = meta["model"]
     assert at.selectbox(key="layer").options == [str(i) for i in range(spec["n_layers"])]
@@ -77,6 +87,7 @@ def test_every_section_runs_on_each_shipped_trained_model(name):
     effects = plotly_array(chart(at, "every_head_effect")["data"][0]["z"])
     assert effects.shape == (spec["n_layers"], spec["n_heads"]) and np.all(effects >= 0)
     assert np.isfinite(effects).all() and effects.max() > 0
+    assert _keys_in_every_tab(at) >= SECTIONS
 
 
 def test_the_induction_model_reads_its_own_sequence_and_names_its_measured_heads():
@@ -136,7 +147,7 @@ def test_a_visitors_own_models_are_offered_and_every_section_runs(saved_visitor)
         _no_failure(at)
         assert at.selectbox(key="model").value == f"mine:{name}"
         assert any(o.startswith(f"Your model {name}") for o in at.selectbox(key="model").options)
-        assert _keys(at) >= SECTIONS
+        assert _keys_in_every_tab(at) >= SECTIONS
     assert any("repeat symbols 5 steps later" in m for m in messages(at))
 
 

@@ -70,7 +70,7 @@ def test_choosing_a_model_from_the_operators_folder_redraws_the_heads(
         timeout=RERUN_TIMEOUT_MS,
     )
     assert parse_qs(urlsplit(page.url).query)["model"][0].startswith("tiny-llama")
-    page.locator(".st-key-rollout").scroll_into_view_if_needed()
+    page.locator(".st-key-summary").scroll_into_view_if_needed()
     screenshot(page, "model-choice-llama")
     assert_page_healthy(page)
     assert outside_requests(seen) == []

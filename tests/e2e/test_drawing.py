@@ -24,9 +24,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 # Long words, a CJK character (MiniLM reads it as itself), an escaped tag and an emoji.
 SENTENCE = "Extraordinarily 我 counterrevolutionary <b>zebras</b> 😀 sang tonight"
 
-KEYS = ("all_heads", "one_head", "focus", "summary", "rollout")
+# The charts of each tab below the heads: the first one's are drawn with the heads.
+KEYS_BY_VIEW = {
+    "statistics": ("all_heads", "one_head", "focus", "summary"),
+    "rollout": ("rollout",),
+}
 
-# Once every chart of KEYS is drawn and the app idle: for each chart, the margins asked
+# Once every chart of the view is drawn and the app idle: for each chart, the margins asked
 # for, the ones plotly drew with, and every tick label's box against the chart's own box.
 # One evaluation reads them all, so no rerun can replace a chart half-way through.
 _DRAWN = """
@@ -56,12 +60,15 @@ _DRAWN = """
 
 
 @pytest.mark.parametrize("query", ["", "&lang=zh", "&present=1"], ids=["en", "zh", "projector"])
-def test_the_attention_charts_are_drawn_once_with_every_label_in_view(page, app_server, query):
-    page.goto(f"{app_server}/heads?sentence={quote(SENTENCE)}{query}")
+@pytest.mark.parametrize("view", KEYS_BY_VIEW)
+def test_the_attention_charts_are_drawn_once_with_every_label_in_view(
+    page, app_server, query, view
+):
+    page.goto(f"{app_server}/heads?sentence={quote(SENTENCE)}{query}&view={view}")
     wait_for_charts(page)
     wait_until_idle(page)
     charts = page.wait_for_function(
-        _DRAWN, arg=[CHART, list(KEYS)], timeout=FIRST_CHART_TIMEOUT_MS
+        _DRAWN, arg=[CHART, list(KEYS_BY_VIEW[view])], timeout=FIRST_CHART_TIMEOUT_MS
     ).json_value()
     for key, chart in charts.items():
         assert chart["outside"] == [], (key, chart)

@@ -150,3 +150,31 @@ def test_forty_visitors_each_get_their_own_sentence_and_all_sessions_close(serve
     # harness may still have counted the rerun as answered.
     log = server.log_path.read_text(encoding="utf-8", errors="replace")
     assert "Traceback" not in log, server.log_tail()
+
+
+def test_visitors_typing_key_by_key_get_the_answer_for_their_whole_sentence(server: Server):
+    """Typed key by key with a short live pause, most keys send a commit that cuts the
+    running rerun short; each visitor's answer is still its own whole sentence."""
+    mk = SentenceMaker()
+    sentences = [[mk.make(TOKENS) for _ in range(3)] for _ in range(4)]
+    report = run_load(
+        server.port,
+        sentences,
+        LoadPlan(
+            send_window_s=40,
+            hard_limit_s=60,
+            rerun_timeout_s=60,
+            connect_timeout_s=60,
+            live_pause_s=0.05,
+            key_gap_s=(0.06, 0.2),
+        ),
+    )
+    assert not report.errors, "\n".join(report.errors[:10])
+    typed = [run for v in report.visitors for run in v.reruns[1:]]
+    assert len(typed) == 8
+    for v in report.visitors:
+        for i, run in enumerate(v.reruns):
+            assert run.sentence == sentences[v.visitor][i]
+            assert not check_heads_tokens(run)
+    assert all(run.commits > 1 and run.last_key_s is not None for run in typed)
+    assert report.commits_per_sentence > 2
