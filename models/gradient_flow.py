@@ -131,8 +131,13 @@ def recurrent_gradient_flow(
     tau: int,
     u: torch.Tensor | None = None,
     method: str = "closed_form",
+    spectra: bool = False,
 ) -> dict:
     """∂L/∂H_t and ∂L/∂X_t for every t, with L = u · H_τ; every gate; where it overflowed.
+
+    With `spectra`, also the step Jacobian norms from the same forward pass:
+    `jacobian_steps` (the steps `jacobian_steps()` picks) and `jacobian_norms` at them,
+    exactly `step_jacobian_norms(model, X, jacobian_steps)`.
 
     `method="closed_form"` runs backpropagation through time written out (`bptt`), a few
     vector operations per step; `"autograd"` asks torch.autograd.grad for the same numbers
@@ -165,6 +170,10 @@ def recurrent_gradient_flow(
     else:
         raise ValueError("method must be 'closed_form' or 'autograd'")
     out = {name: value.numpy().copy() for name, value in trace.items()}
+    if spectra:
+        state_size = model.cfg.num_hiddens * (2 if model.cfg.cell == "lstm" else 1)
+        out["jacobian_steps"] = jacobian_steps(n_steps, state_size)
+        out["jacobian_norms"] = trace_jacobian_norms(model, trace, out["jacobian_steps"])
     grad_H, grad_X = grad_H.numpy(), grad_X.numpy()
     with np.errstate(over="ignore", invalid="ignore"):
         out["grad_H"] = np.linalg.norm(grad_H.astype(np.float64), axis=1)
@@ -387,7 +396,18 @@ def step_jacobian_norms(
     """
     with torch.no_grad():
         trace = model(X.detach().to(torch.float32))
-    steps = np.arange(X.shape[0]) if steps is None else np.asarray(steps)
+    return trace_jacobian_norms(model, trace, steps, chunk)
+
+
+def trace_jacobian_norms(
+    model: Recurrent,
+    trace: dict[str, torch.Tensor],
+    steps: np.ndarray | None = None,
+    chunk: int = 32,
+) -> np.ndarray:
+    """`step_jacobian_norms` from a forward trace already made (tensors, as `model(X)`
+    returns them): the gradient flow reuses its own pass instead of running a second."""
+    steps = np.arange(trace["H"].shape[0]) if steps is None else np.asarray(steps)
     norms = np.full(len(steps), np.nan)
     for start in range(0, len(steps), chunk):
         index = torch.from_numpy(steps[start : start + chunk])

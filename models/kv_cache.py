@@ -42,8 +42,13 @@ def _check(model: Transformer) -> None:
 
 def full_step(model: Transformer, ids: list[int], W_U: torch.Tensor) -> torch.Tensor:
     """Logits for the next token by running the whole sequence again: `[d_vocab]`."""
+    return _full_final(model, ids) @ W_U
+
+
+def _full_final(model: Transformer, ids: list[int]) -> torch.Tensor:
+    """The last position's final residual (after ln_final), running the whole sequence."""
     with torch.no_grad():
-        return model(ids)[-1] @ W_U
+        return model(ids)[-1]
 
 
 def cached_step(
@@ -51,6 +56,16 @@ def cached_step(
 ) -> tuple[torch.Tensor, Past]:
     """Logits for the next token from the newest token alone and the cache of the earlier
     ones; returns the cache grown by one row per layer (a new list: `past` is kept)."""
+    final, grown = _cached_final(model, token, position, past)
+    return final @ W_U, grown
+
+
+def _cached_final(
+    model: Transformer, token: int, position: int, past: Past
+) -> tuple[torch.Tensor, Past]:
+    """The newest position's final residual (after ln_final) from the cache, and the
+    grown cache. Matrix products, not einsum: the same sums, without einsum's per-call
+    planning, which costs more than the arithmetic of a single row."""
     grown: Past = []
     with torch.no_grad():
         x = model.W_E[token][None]
@@ -60,17 +75,19 @@ def cached_step(
         for block, (past_k, past_v) in zip(model.blocks, past, strict=True):
             attn = block.attn
             h = block.ln1(x)
+            # [1, d] @ [head, d, d_head] → [head, 1, d_head]
             q, k, v = (
-                torch.einsum("pd,hde->hpe", h, w) + b[:, None]
+                h @ w + b[:, None]
                 for w, b in ((attn.W_Q, attn.b_Q), (attn.W_K, attn.b_K), (attn.W_V, attn.b_V))
             )
             keys, values = torch.cat((past_k, k), dim=1), torch.cat((past_v, v), dim=1)
             grown.append((keys, values))
             # The newest token may see every cached one: no mask is needed.
             pattern = torch.softmax(q @ keys.transpose(-1, -2) / math.sqrt(q.shape[-1]), dim=-1)
-            x = x + torch.einsum("hqe,hed->qd", pattern @ values, attn.W_O) + attn.b_O
+            # Σ_head z_head · W_O[head]: [head, 1, d_head] @ [head, d_head, d] summed over heads
+            x = x + (pattern @ values @ attn.W_O).sum(dim=0) + attn.b_O
             x = x + block.mlp(block.ln2(x))
-        return model.ln_final(x)[0] @ W_U, grown
+        return model.ln_final(x)[0], grown
 
 
 def empty_cache(model: Transformer) -> Past:
@@ -148,8 +165,9 @@ def _generate(
     pasts, differences = [], []
     for _ in range(n_new):
         pasts.append(past)
-        logits_c, past = cached_step(model, cached_ids[-1], len(cached_ids) - 1, past, W_U)
-        logits_f = full_step(model, full_ids, W_U)
+        final_c, past = _cached_final(model, cached_ids[-1], len(cached_ids) - 1, past)
+        # Both ways' logits in one product: W_U (d_model × d_vocab) is read once a step.
+        logits_c, logits_f = torch.stack((final_c, _full_final(model, full_ids))) @ W_U
         cached_ids.append(int(logits_c.argmax()))
         full_ids.append(int(logits_f.argmax()))
         differences.append(float((logits_c - logits_f).abs().max()))

@@ -1,4 +1,5 @@
-"""Positional encodings as plain numpy (float64), and the facts the lesson measures on them.
+"""Positional encodings as plain numpy (float64), and the facts the lesson measures on them
+(torch only to run a model on a sentence in two orders).
 
 The Transformer (models/transformer.py) uses these same functions for its tables, so the
 lesson measures the very numbers the model adds or rotates with.
@@ -12,7 +13,10 @@ scores of head h, m_h = 2^(−8(h+1)/n_heads).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
+import torch
 
 SCHEMES = ("sinusoidal", "learned", "rope", "alibi", "none")
 BASE = 10000.0
@@ -110,9 +114,33 @@ def rope_demo_vectors(d_head: int, seed: int = 0) -> tuple[np.ndarray, np.ndarra
     return rng.standard_normal(d_head), rng.standard_normal(d_head)
 
 
+@lru_cache(maxsize=64)
+def rotation_fit(k: int, d_model: int, n_pos: int, base: float = BASE) -> dict:
+    """What the lesson draws of the shift by `k` over an `[n_pos, d_model]` sinusoidal table:
+    the matrix M_k, and per position the largest error of the exact rotation (`exact`) and
+    of the per-dimension fit (`naive`), with their overall maxima.
+
+    It reads no sentence: made once per (k, size) and shared, so its arrays are read-only.
+    """
+    table = sinusoidal_table(n_pos, d_model, base)
+    exact = rotation_errors(table, k, base).max(axis=1)
+    naive = per_dimension_fit_errors(table, k).max(axis=1)
+    fit = {"rotation": rotation_matrix(k, d_model, base), "exact": exact, "naive": naive}
+    for array in fit.values():
+        array.setflags(write=False)
+    return fit | {"exact_max": float(exact.max()), "naive_max": float(naive.max())}
+
+
 def max_rotation_error(table: np.ndarray, offsets) -> float:
     """The largest |PE(pos + k) − M_k·PE(pos)| over every pos and every k in `offsets`."""
     return max(float(rotation_errors(table, int(k)).max()) for k in offsets)
+
+
+@lru_cache(maxsize=4)
+def rotation_check(d_model: int, n_pos: int) -> float:
+    """`max_rotation_error` of an `[n_pos, d_model]` sinusoidal table over every offset up to
+    half its length: a fact of the formula, computed once per size."""
+    return max_rotation_error(sinusoidal_table(n_pos, d_model), range(0, n_pos // 2))
 
 
 def rope_shift_error(q: np.ndarray, k: np.ndarray, m: int, n: int, shift: int) -> float:
@@ -197,6 +225,16 @@ def permutation(n: int, order: str, seed: int = 0) -> np.ndarray:
     if order == "shuffle":
         return np.random.default_rng(seed).permutation(n)
     raise ValueError(f"unknown order {order!r}")
+
+
+def outputs_in_both_orders(model, ids, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A Transformer's outputs `[pos, d_model]` on `ids` and on `ids[perm]`, from one pass
+    over the two as a batch (the model runs a leading batch dimension as separate sequences).
+    """
+    tokens = torch.as_tensor(np.asarray(ids), dtype=torch.long)
+    with torch.no_grad():
+        both = model(torch.stack([tokens, tokens[torch.as_tensor(perm)]])).numpy()
+    return both[0], both[1]
 
 
 def order_effect(outputs: np.ndarray, outputs_reordered: np.ndarray, perm: np.ndarray) -> dict:

@@ -1,8 +1,11 @@
 """Lesson: attention masks and attention step by step, on the visitor's sentence."""
 
+from dataclasses import dataclass
+
 import numpy as np
 import streamlit as st
 
+from components import masks_runs
 from components.frame import enter_lesson
 from components.i18n import t
 from components.labels import token_labels
@@ -16,12 +19,12 @@ from components.masks import (
 )
 from components.positional import curves_figure
 from components.widgets import (
-    DEFAULT_SENTENCE,
     about_trained,
     induction_roles,
     induction_roles_text,
     linked_selectbox,
     linked_slider,
+    linked_tabs,
     load_checkpoint,
     load_tokenizer,
     load_transformer,
@@ -33,11 +36,12 @@ from components.widgets import (
     trained_stem,
     visitor_id,
 )
-from models import cost, kv_cache, masks, scaling
+from models import cost, masks, scaling
 from models import trained_sources as ts
-from models.checkpoints import CheckpointError
+from models.checkpoints import Checkpoint, CheckpointError
 from models.inputs import prepare_sentence, tokenization_notes
 from models.tokenizer import PAD, SPECIAL_TOKENS
+from models.transformer import TransformerConfig
 
 enter_lesson()
 
@@ -45,46 +49,10 @@ enter_lesson()
 SHOWN_TOKENS = 40
 SECOND_KEY = "second"
 DEFAULT_SECOND = "它太累了"
-# The KV cache's time per step is measured on this text, the same for every visitor.
-TIMING_TEXT = DEFAULT_SENTENCE
 # The KV cache chart shows the newest rows: where it grows.
 CACHE_TAIL = 24
 REPLACEMENTS = ("elephant", "never", "cold", "猫", "?")
-
-
-@st.cache_resource(show_spinner=False)
-def load_encoder_decoder():
-    """A random encoder–decoder (same sizes as the encoder), shared by every session and
-    only ever read."""
-    from models.transformer import EncoderDecoder
-
-    return EncoderDecoder(load_transformer("sinusoidal").cfg, seed=0)
-
-
 RANDOM = "random"  # the lesson's own random Transformer; otherwise a trained checkpoint
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def load_unmasked(stem: str):
-    """A trained Transformer that applies only the lesson's mask, shared and read-only."""
-    return ts.without_causal_mask(load_checkpoint(stem).model.core)
-
-
-def step_model(stem: str):
-    """The model the step-by-step section runs: `stem` names a trained checkpoint, or is
-    empty for the lesson's random Transformer."""
-    return load_unmasked(stem) if stem else load_transformer("sinusoidal")
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def masked_run(stem: str, ids: tuple[int, ...], allowed: np.ndarray) -> dict:
-    return masks.run_masked(step_model(stem), list(ids), allowed)[1]
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def cross_run(stem: str, source: tuple[int, ...], target: tuple[int, ...]) -> dict:
-    model = load_checkpoint(stem).model.core if stem else load_encoder_decoder()
-    return masks.run_cross(model, list(source), list(target))[1]
 
 
 def weights_label(weights: str) -> str:
@@ -93,49 +61,8 @@ def weights_label(weights: str) -> str:
     return t("masks.weights.mine", name=weights)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def leakage_by_mask(ids: tuple[int, ...], position: int, new_id: int) -> dict[str, np.ndarray]:
-    model = load_transformer("sinusoidal")
-    n = len(ids)
-    return {
-        kind: masks.leakage(model, list(ids), position, new_id, masks.allowed_mask(kind, n))
-        for kind in ("causal", "none")
-    }
-
-
-@st.cache_data(show_spinner=False)
-def variance_lab() -> dict[str, np.ndarray]:
-    return scaling.dot_product_variance()
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def sharpness_lab(n_keys: int) -> dict[str, np.ndarray]:
-    return scaling.softmax_sharpness(n_keys=n_keys)
-
-
-@st.cache_resource(show_spinner=False)
-def load_lm_head():
-    return kv_cache.lm_head(load_transformer("sinusoidal", causal=True).cfg)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def generation(prompt: tuple[int, ...], n_new: int) -> kv_cache.Generation:
-    model = load_transformer("sinusoidal", causal=True)
-    return kv_cache.generate(model, load_lm_head(), list(prompt), n_new)
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def step_timings(context: int, n_new: int) -> tuple[np.ndarray, np.ndarray]:
-    """Timed once per (length, steps) for everyone: the time does not depend on the words."""
-    prompt = load_tokenizer().encode(TIMING_TEXT).ids
-    prompt = list(prompt * (context // len(prompt) + 1))[:context]
-    model = load_transformer("sinusoidal", causal=True)
-    return kv_cache.step_times(model, load_lm_head(), prompt, n_new)
-
-
-@st.cache_data(show_spinner=False)
-def cost_lab() -> dict[str, np.ndarray]:
-    return cost.measure()
+def part_label(part: str) -> str:
+    return t(f"masks.part.{part}")
 
 
 def per_step_figure(cached: np.ndarray, full: np.ndarray, measure: str):
@@ -196,98 +123,117 @@ st.caption(t("masks.tokens", n=n))
 st.text(" · ".join(tokens))
 
 # 1. Attention step by step under a mask ------------------------------------------------
-st.subheader(t("masks.steps.title"))
-weights_col, kind_col = st.columns(2)
-weights = linked_selectbox(
-    weights_col,
-    t("masks.weights"),
-    (
-        *ts.SHIPPED_TRANSFORMERS,
-        RANDOM,
-        *ts.saved_transformers(load_visitor_store().list(visitor_id())),
-    ),
-    ts.SHIPPED_TRANSFORMERS[0],
-    key="mask_weights",
-    format_func=weights_label,
-)
-kind = linked_selectbox(
-    kind_col,
-    t("masks.kind"),
-    masks.KINDS,
-    "causal",
-    key="mask_kind",
-    format_func=lambda k: t(f"masks.kind.{k}"),
-)
-# Cross-attention needs an encoder–decoder: trained weights show the shipped translator.
-step_stem, checkpoint = "", None
-if weights != RANDOM:
-    stem = trained_stem(ts.SHIPPED_ENCODER_DECODER if kind == "cross" else weights)
-    try:
-        checkpoint, step_stem = load_checkpoint(stem), stem
-    except CheckpointError:  # a visitor's model deleted meanwhile (age limit, size cap)
-        st.warning(t("masks.weights.gone"))
-if checkpoint is None:
-    step_cfg = cfg
-elif kind == "cross":
-    step_cfg = checkpoint.model.core.decoder.cfg
-else:
-    step_cfg = checkpoint.model.core.cfg
-layer_col, head_col = st.columns(2)
-layer = (
-    linked_slider(layer_col, t("masks.layer"), 0, step_cfg.n_layers - 1, 0, key="mask_layer")
-    if step_cfg.n_layers > 1
-    else 0
-)
-head = linked_slider(head_col, t("masks.head"), 0, step_cfg.n_heads - 1, 0, key="mask_head")
-if checkpoint is None:
-    st.caption(t("masks.weights.about.random"))
-else:
-    st.info(about_trained(checkpoint, "masks.weights.about"))
-if checkpoint is not None and checkpoint.task.get("name") == "induction":
-    roles = induction_roles(step_stem)
-    i_layer, i_head, _ = roles["induction"]
-    # The button goes under the text: beside it, a narrow screen cut its label.
-    st.caption(induction_roles_text(roles, "masks.weights.roles"))
-    st.button(
-        t("masks.weights.jump", layer=i_layer, head=i_head),
-        key="mask_jump",
-        on_click=set_state,
-        args=({"mask_layer": i_layer, "mask_head": i_head},),
+
+
+@dataclass(frozen=True)
+class StepSetup:
+    """What the step-by-step section's controls chose; `checkpoint` is None for the
+    lesson's random Transformer, else the trained one (kept under `stem`)."""
+
+    kind: str
+    checkpoint: Checkpoint | None
+    stem: str
+    cfg: TransformerConfig
+    layer: int
+    head: int
+    window: int
+    prefix: int
+    second_raw: str
+
+
+def step_controls() -> StepSetup:
+    weights_col, kind_col = st.columns(2)
+    weights = linked_selectbox(
+        weights_col,
+        t("masks.weights"),
+        (
+            *ts.SHIPPED_TRANSFORMERS,
+            RANDOM,
+            *ts.saved_transformers(load_visitor_store().list(visitor_id())),
+        ),
+        ts.SHIPPED_TRANSFORMERS[0],
+        key="mask_weights",
+        format_func=weights_label,
     )
-window_col, prefix_col = st.columns(2)
-window = linked_slider(
-    window_col,
-    t("masks.window"),
-    1,
-    16,
-    2,
-    key="mask_window",
-    disabled=kind != "window",
-)
-prefix = linked_slider(
-    prefix_col,
-    t("masks.prefix"),
-    1,
-    SHOWN_TOKENS,
-    3,
-    key="mask_prefix",
-    disabled=kind != "prefix",
-)
-second_raw = st.text_input(
-    t("masks.second_label"),
-    value=DEFAULT_SECOND,
-    key=SECOND_KEY,
-    bind="query-params",
-    help=t("masks.second_help"),
-)
-st.caption(t(f"masks.kind.explain.{kind}", prefix=prefix, window=window))
+    kind = linked_selectbox(
+        kind_col,
+        t("masks.kind"),
+        masks.KINDS,
+        "causal",
+        key="mask_kind",
+        format_func=lambda k: t(f"masks.kind.{k}"),
+    )
+    # Cross-attention needs an encoder–decoder: trained weights show the shipped translator.
+    step_stem, checkpoint = "", None
+    if weights != RANDOM:
+        stem = trained_stem(ts.SHIPPED_ENCODER_DECODER if kind == "cross" else weights)
+        try:
+            checkpoint, step_stem = load_checkpoint(stem), stem
+        except CheckpointError:  # a visitor's model deleted meanwhile (age limit, size cap)
+            st.warning(t("masks.weights.gone"))
+    if checkpoint is None:
+        step_cfg = cfg
+    elif kind == "cross":
+        step_cfg = checkpoint.model.core.decoder.cfg
+    else:
+        step_cfg = checkpoint.model.core.cfg
+    layer_col, head_col = st.columns(2)
+    layer = (
+        linked_slider(layer_col, t("masks.layer"), 0, step_cfg.n_layers - 1, 0, key="mask_layer")
+        if step_cfg.n_layers > 1
+        else 0
+    )
+    head = linked_slider(head_col, t("masks.head"), 0, step_cfg.n_heads - 1, 0, key="mask_head")
+    if checkpoint is None:
+        st.caption(t("masks.weights.about.random"))
+    else:
+        st.info(about_trained(checkpoint, "masks.weights.about"))
+    if checkpoint is not None and checkpoint.task.get("name") == "induction":
+        roles = induction_roles(step_stem)
+        i_layer, i_head, _ = roles["induction"]
+        # The button goes under the text: beside it, a narrow screen cut its label.
+        st.caption(induction_roles_text(roles, "masks.weights.roles"))
+        st.button(
+            t("masks.weights.jump", layer=i_layer, head=i_head),
+            key="mask_jump",
+            on_click=set_state,
+            args=({"mask_layer": i_layer, "mask_head": i_head},),
+        )
+    window_col, prefix_col = st.columns(2)
+    window = linked_slider(
+        window_col,
+        t("masks.window"),
+        1,
+        16,
+        2,
+        key="mask_window",
+        disabled=kind != "window",
+    )
+    prefix = linked_slider(
+        prefix_col,
+        t("masks.prefix"),
+        1,
+        SHOWN_TOKENS,
+        3,
+        key="mask_prefix",
+        disabled=kind != "prefix",
+    )
+    second_raw = st.text_input(
+        t("masks.second_label"),
+        value=DEFAULT_SECOND,
+        key=SECOND_KEY,
+        bind="query-params",
+        help=t("masks.second_help"),
+    )
+    st.caption(t(f"masks.kind.explain.{kind}", prefix=prefix, window=window))
+    return StepSetup(kind, checkpoint, step_stem, step_cfg, layer, head, window, prefix, second_raw)
 
 
 class NothingToRead(Exception):
     """The trained model knows none of the characters it was given."""
 
 
-def trained_reading(text: str, second: bool = False) -> ts.Reading:
+def trained_reading(checkpoint: Checkpoint, text: str, second: bool = False) -> ts.Reading:
     """What the trained model reads for the sentence (or the second one), with a note for
     the characters it never saw; a model of a token task reads its task's sequences."""
     reading = ts.read(checkpoint.task, text, SHOWN_TOKENS)
@@ -304,42 +250,48 @@ def trained_reading(text: str, second: bool = False) -> ts.Reading:
     return reading
 
 
-def step_input(text: str, second: bool = False) -> tuple[list[int], list[str]]:
+def step_input(
+    checkpoint: Checkpoint | None, text: str, second: bool = False
+) -> tuple[list[int], list[str]]:
     """Ids and labels the step-by-step model reads for `text`."""
     if checkpoint is None:
         step_ids, step_tokens, step_notes = encode(text)
         if second:
             show_notes(step_notes)
         return step_ids, step_tokens
-    reading = trained_reading(text, second)
+    reading = trained_reading(checkpoint, text, second)
     return reading.ids, reading.tokens
 
 
-def attention_case(kind: str, second_text: str) -> tuple[dict, str, np.ndarray, list, list]:
-    """The traced run `kind` needs: (trace, attention name, X of the queries, query tokens,
-    key tokens); the section stops with a note when the trained model has nothing to read."""
-    if kind == "cross":
+def attention_case(
+    setup: StepSetup, sentence_text: str, second_text: str
+) -> tuple[dict, str, np.ndarray, list, list]:
+    """The traced run `setup.kind` needs: (trace, attention name, X of the queries, query
+    tokens, key tokens); stops with NothingToRead when the trained model has nothing to
+    read."""
+    checkpoint, layer = setup.checkpoint, setup.layer
+    if setup.kind == "cross":
         if checkpoint is None:
-            source_ids, source_tokens = step_input(second_text, second=True)
-            target_ids, target_tokens = ids, tokens
+            source_ids, source_tokens = step_input(None, second_text, second=True)
+            target_ids, target_tokens = step_input(None, sentence_text)
         else:
             source_ids, target_ids, source_tokens, target_tokens = ts.translation_example(
                 checkpoint.task
             )
             st.text(" ".join(source_tokens) + "  →  " + " ".join(target_tokens))
-        cache = cross_run(step_stem, tuple(source_ids), tuple(target_ids))
+        cache = masks_runs.cross_run(setup.stem, tuple(source_ids), tuple(target_ids))
         x_query = cache[f"decoder.blocks.{layer}.ln_cross.hook_normalized"]
         name = f"decoder.blocks.{layer}.cross_attn"
         return cache, name, x_query, target_tokens, source_tokens
-    query_ids, query_tokens = step_input(sentence.text)
+    query_ids, query_tokens = step_input(checkpoint, sentence_text)
     if not query_ids:  # every character unknown to the trained model
         raise NothingToRead
     if checkpoint is not None:
         st.caption(t("masks.weights.reads", n=len(query_ids)))
         st.text(" · ".join(query_tokens))
     length = len(query_ids)
-    if kind == "padding":
-        second_ids, second_tokens = step_input(second_text, second=True)
+    if setup.kind == "padding":
+        second_ids, second_tokens = step_input(checkpoint, second_text, second=True)
         if not second_ids:
             raise NothingToRead
         pad_id = SPECIAL_TOKENS.index(PAD) if checkpoint is None else 0
@@ -352,32 +304,22 @@ def attention_case(kind: str, second_text: str) -> tuple[dict, str, np.ndarray, 
         query_ids, query_tokens, length = [int(i) for i in batch[row]], rows[row], lengths[row]
         st.caption(t("masks.padding.batch", row=row + 1, length=length, padded=len(query_ids)))
         st.text("\n".join(" · ".join(r) for r in rows))
-    allowed = masks.allowed_mask(kind, len(query_ids), length=length, prefix=prefix, window=window)
-    cache = masked_run(step_stem, tuple(query_ids), allowed)
+    allowed = masks.allowed_mask(
+        setup.kind, len(query_ids), length=length, prefix=setup.prefix, window=setup.window
+    )
+    cache = masks_runs.masked_run(setup.stem, tuple(query_ids), allowed)
     x_query = cache[f"blocks.{layer}.ln1.hook_normalized"]
     return cache, f"blocks.{layer}.attn", x_query, query_tokens, query_tokens
 
 
-second = prepare_sentence(second_raw)
-needs_second = kind in ("padding", "cross") and (
-    checkpoint is None or (kind == "padding" and checkpoint.task.get("name") == "lm")
-)
-if needs_second:
-    show_notes([note for note in second.notes if note.code != "empty_text"])
-try:
-    case = None if needs_second and second.is_empty else attention_case(kind, second.text)
-except NothingToRead:
-    case = None
-    st.info(t("masks.weights.nothing"))
-if needs_second and second.is_empty:
-    st.info(t("masks.second_needed"))
-if case is not None:
+def draw_steps(setup: StepSetup, case: tuple) -> None:
+    """The ten heatmaps of one head's attention, their checks and the explanation."""
     cache, name, x_query, query_tokens, key_tokens = case
-    steps = masks.head_steps(cache, name, head, x_query)
+    steps = masks.head_steps(cache, name, setup.head, x_query)
     allowed = np.isfinite(steps["hook_attn_scores"])
     q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
-    dims = [str(i) for i in range(step_cfg.d_head)]
-    model_dims = [str(i) for i in range(step_cfg.d_model)]
+    dims = [str(i) for i in range(setup.cfg.d_head)]
+    model_dims = [str(i) for i in range(setup.cfg.d_model)]
     query_axis, key_axis = t("masks.axis.query"), t("masks.axis.key")
     dim_axis = t("masks.axis.dim")
 
@@ -426,7 +368,7 @@ if case is not None:
                         t(
                             f"masks.step.{step}",
                             shape=shape_text(steps[step]),
-                            d_head=step_cfg.d_head,
+                            d_head=setup.cfg.d_head,
                         ),
                         x_labels,
                         y_labels,
@@ -463,323 +405,396 @@ if case is not None:
                 last=int(empty_rows[-1]),
             )
         )
-    st.caption(t("masks.steps.explain", d_head=step_cfg.d_head))
+    st.caption(t("masks.steps.explain", d_head=setup.cfg.d_head))
+
+
+def steps_section(sentence_text: str) -> None:
+    st.subheader(t("masks.steps.title"))
+    setup = step_controls()
+    checkpoint, kind = setup.checkpoint, setup.kind
+    second = prepare_sentence(setup.second_raw)
+    needs_second = kind in ("padding", "cross") and (
+        checkpoint is None or (kind == "padding" and checkpoint.task.get("name") == "lm")
+    )
+    if needs_second:
+        show_notes([note for note in second.notes if note.code != "empty_text"])
+    try:
+        case = (
+            None
+            if needs_second and second.is_empty
+            else attention_case(setup, sentence_text, second.text)
+        )
+    except NothingToRead:
+        case = None
+        st.info(t("masks.weights.nothing"))
+    if needs_second and second.is_empty:
+        st.info(t("masks.second_needed"))
+    if case is not None:
+        draw_steps(setup, case)
+
 
 # 2. Leakage ------------------------------------------------------------------------------
-st.subheader(t("masks.leak.title"))
-if n < 2:
-    st.info(t("masks.leak.too_short"))
-else:
-    pos_col, word_col = st.columns(2)
-    # Fixed bounds keep a shared link meaningful; past the sentence's end means its last token.
-    chosen = linked_slider(
-        pos_col, t("masks.leak.position"), 1, SHOWN_TOKENS - 1, SHOWN_TOKENS - 1, key="leak_pos"
-    )
-    position = min(chosen, n - 1)
-    if chosen != position:
-        pos_col.caption(t("masks.leak.past_end", chosen=chosen, n=n, position=position))
-    word = linked_selectbox(
-        word_col, t("masks.leak.word"), REPLACEMENTS, "elephant", key="leak_word"
-    )
-    new_id = load_tokenizer().token_id(word)
-    if new_id == ids[position]:
-        new_id = load_tokenizer().token_id("never" if word != "never" else "cold")
-    changes = leakage_by_mask(tuple(ids), position, new_id)
-    edited_tokens = list(tokens)
-    edited_tokens[position] = load_tokenizer().id_to_token(new_id)
-    st.text(" · ".join(edited_tokens))
-    show_chart(
-        leakage_figure(
-            {t(f"masks.kind.{k}"): v for k, v in changes.items()},
-            token_labels(tokens),
-            position,
-            title=t("masks.leak.figure", position=position),
-            y_title=t("masks.leak.axis"),
-            edited_text=t("masks.leak.edited"),
-        ),
-        key="mask_leakage",
-        summary=t(
-            "masks.leak.summary",
-            causal=float(changes["causal"][:position].max()),
-            bidirectional=float(changes["none"][:position].max()),
-            position=position,
-        ),
-        data={"token": tokens, **{f"max_change_{k}": v for k, v in changes.items()}},
-    )
-    before = slice(0, position)
-    st.caption(
-        t(
-            "masks.leak.explain",
-            position=position,
-            causal=float(changes["causal"][before].max()),
-            identical=int((changes["causal"][before] == 0).sum()),
-            earlier=position,
-            bidirectional=float(changes["none"][before].max()),
+
+
+def leakage_section(ids: list[int], tokens: list[str]) -> None:
+    st.subheader(t("masks.leak.title"))
+    n = len(ids)
+    if n < 2:
+        st.info(t("masks.leak.too_short"))
+    else:
+        pos_col, word_col = st.columns(2)
+        # Fixed bounds keep a shared link meaningful; past the sentence's end means its last token.
+        chosen = linked_slider(
+            pos_col, t("masks.leak.position"), 1, SHOWN_TOKENS - 1, SHOWN_TOKENS - 1, key="leak_pos"
         )
-    )
+        position = min(chosen, n - 1)
+        if chosen != position:
+            pos_col.caption(t("masks.leak.past_end", chosen=chosen, n=n, position=position))
+        word = linked_selectbox(
+            word_col, t("masks.leak.word"), REPLACEMENTS, "elephant", key="leak_word"
+        )
+        new_id = load_tokenizer().token_id(word)
+        if new_id == ids[position]:
+            new_id = load_tokenizer().token_id("never" if word != "never" else "cold")
+        changes = masks_runs.leakage_by_mask(tuple(ids), position, new_id)
+        edited_tokens = list(tokens)
+        edited_tokens[position] = load_tokenizer().id_to_token(new_id)
+        st.text(" · ".join(edited_tokens))
+        show_chart(
+            leakage_figure(
+                {t(f"masks.kind.{k}"): v for k, v in changes.items()},
+                token_labels(tokens),
+                position,
+                title=t("masks.leak.figure", position=position),
+                y_title=t("masks.leak.axis"),
+                edited_text=t("masks.leak.edited"),
+            ),
+            key="mask_leakage",
+            summary=t(
+                "masks.leak.summary",
+                causal=float(changes["causal"][:position].max()),
+                bidirectional=float(changes["none"][:position].max()),
+                position=position,
+            ),
+            data={"token": tokens, **{f"max_change_{k}": v for k, v in changes.items()}},
+        )
+        before = slice(0, position)
+        st.caption(
+            t(
+                "masks.leak.explain",
+                position=position,
+                causal=float(changes["causal"][before].max()),
+                identical=int((changes["causal"][before] == 0).sum()),
+                earlier=position,
+                bidirectional=float(changes["none"][before].max()),
+            )
+        )
+
 
 # 3. Why ÷√d_k ---------------------------------------------------------------------------
-st.subheader(t("masks.scale.title"))
 
 
-n_keys = linked_slider(st, t("masks.scale.keys"), 4, 64, 16, key="scale_keys")
-with st.spinner(t("masks.measuring")):
-    variance, sharp = variance_lab(), sharpness_lab(n_keys)
-d_ks = variance["d_k"]
-errors = np.abs(variance["variance"] / d_ks - 1)
-worst = int(np.argmax(errors))
-var_col, entropy_col = st.columns(2)
-max_col, scale_text_col = st.columns(2)
-with var_col:
-    show_chart(
-        log_x_curves(
-            {
-                t("masks.scale.measured"): variance["variance"],
-                t("masks.scale.scaled"): variance["variance_scaled"],
-                "d_k": d_ks,
-            },
-            d_ks,
-            title=t("masks.scale.variance_title"),
-            x_title="d_k",
-            y_title=t("masks.scale.variance_axis"),
-            log_y=True,
-            dashed=("d_k",),
-        ),
-        key="scale_variance",
-        summary=t(
-            "masks.scale.variance_summary",
-            worst=float(errors[worst]),
-            at=int(d_ks[worst]),
-            big=float(variance["variance"][-1]),
-            d_k=int(d_ks[-1]),
-        ),
-        data={"d_k": d_ks, "variance": variance["variance"], "scaled": variance["variance_scaled"]},
-    )
-for column, measure, key in (
-    (entropy_col, "entropy", "scale_entropy"),
-    (max_col, "max", "scale_max"),
-):
-    curves = {
-        t("masks.scale.unscaled_curve"): sharp[measure],
-        t("masks.scale.scaled_curve"): sharp[f"{measure}_scaled"],
-    }
-    if measure == "entropy":
-        curves[t("masks.scale.uniform")] = sharp["uniform_entropy"]
-    with column:
+def scaling_section() -> None:
+    st.subheader(t("masks.scale.title"))
+    n_keys = linked_slider(st, t("masks.scale.keys"), 4, 64, 16, key="scale_keys")
+    with st.spinner(t("masks.measuring")):
+        variance, sharp = masks_runs.variance_lab(), masks_runs.sharpness_lab(n_keys)
+    d_ks = variance["d_k"]
+    errors = np.abs(variance["variance"] / d_ks - 1)
+    worst = int(np.argmax(errors))
+    var_col, entropy_col = st.columns(2)
+    max_col, scale_text_col = st.columns(2)
+    with var_col:
         show_chart(
             log_x_curves(
-                curves,
+                {
+                    t("masks.scale.measured"): variance["variance"],
+                    t("masks.scale.scaled"): variance["variance_scaled"],
+                    "d_k": d_ks,
+                },
                 d_ks,
-                title=t(f"masks.scale.{measure}_title", n_keys=n_keys),
+                title=t("masks.scale.variance_title"),
                 x_title="d_k",
-                y_title=t(f"masks.scale.{measure}_axis"),
-                dashed=(t("masks.scale.uniform"),),
+                y_title=t("masks.scale.variance_axis"),
+                log_y=True,
+                dashed=("d_k",),
             ),
-            key=key,
+            key="scale_variance",
             summary=t(
-                f"masks.scale.{measure}_summary",
-                unscaled=float(sharp[measure][-1]),
-                scaled=float(sharp[f"{measure}_scaled"][-1]),
+                "masks.scale.variance_summary",
+                worst=float(errors[worst]),
+                at=int(d_ks[worst]),
+                big=float(variance["variance"][-1]),
                 d_k=int(d_ks[-1]),
             ),
-            data={"d_k": d_ks, "unscaled": sharp[measure], "scaled": sharp[f"{measure}_scaled"]},
+            data={
+                "d_k": d_ks,
+                "variance": variance["variance"],
+                "scaled": variance["variance_scaled"],
+            },
         )
-scale_text_col.caption(
-    t(
-        "masks.scale.explain",
-        samples=scaling.N_SAMPLES,
-        worst=float(errors[worst]),
-        n_keys=n_keys,
-        uniform=float(sharp["uniform_entropy"][0]),
-        max_unscaled=float(sharp["max"][-1]),
-        max_scaled=float(sharp["max_scaled"][-1]),
-        d_head=cfg.d_head,
+    for column, measure, key in (
+        (entropy_col, "entropy", "scale_entropy"),
+        (max_col, "max", "scale_max"),
+    ):
+        curves = {
+            t("masks.scale.unscaled_curve"): sharp[measure],
+            t("masks.scale.scaled_curve"): sharp[f"{measure}_scaled"],
+        }
+        if measure == "entropy":
+            curves[t("masks.scale.uniform")] = sharp["uniform_entropy"]
+        with column:
+            show_chart(
+                log_x_curves(
+                    curves,
+                    d_ks,
+                    title=t(f"masks.scale.{measure}_title", n_keys=n_keys),
+                    x_title="d_k",
+                    y_title=t(f"masks.scale.{measure}_axis"),
+                    dashed=(t("masks.scale.uniform"),),
+                ),
+                key=key,
+                summary=t(
+                    f"masks.scale.{measure}_summary",
+                    unscaled=float(sharp[measure][-1]),
+                    scaled=float(sharp[f"{measure}_scaled"][-1]),
+                    d_k=int(d_ks[-1]),
+                ),
+                data={
+                    "d_k": d_ks,
+                    "unscaled": sharp[measure],
+                    "scaled": sharp[f"{measure}_scaled"],
+                },
+            )
+    scale_text_col.caption(
+        t(
+            "masks.scale.explain",
+            samples=scaling.N_SAMPLES,
+            worst=float(errors[worst]),
+            n_keys=n_keys,
+            uniform=float(sharp["uniform_entropy"][0]),
+            max_unscaled=float(sharp["max"][-1]),
+            max_scaled=float(sharp["max_scaled"][-1]),
+            d_head=cfg.d_head,
+        )
     )
-)
+
 
 # 4. KV cache --------------------------------------------------------------------------
-st.subheader(t("masks.kv.title"))
 
 
-context_col, new_col, step_col = st.columns(3)
-context = linked_slider(context_col, t("masks.kv.context"), 8, 384, 128, key="kv_context")
-n_new = linked_slider(new_col, t("masks.kv.new"), 4, 64, 16, key="kv_new")
-shown_step = min(linked_slider(step_col, t("masks.kv.step"), 1, 64, 1, key="kv_step"), n_new)
-prompt = (ids * (context // n + 1))[:context]
-with st.spinner(t("masks.measuring")):
-    run = generation(tuple(prompt), n_new)
-    seconds_cached, seconds_full = step_timings(context, n_new)
-tokenizer = load_tokenizer()
-st.caption(t("masks.kv.generated", context=context, n_new=n_new))
-st.text(" · ".join(tokenizer.id_to_token(i) for i in run.cached_ids))
-same = run.cached_ids == run.full_ids
-steps_axis = np.arange(1, n_new + 1)
-# Whole decades from just below the smallest difference to above the 1e-5 line.
-difference_decades = [
-    float(np.floor(np.log10(max(float(run.logit_difference.min()), 1e-12)))),
-    float(max(-4.0, np.ceil(np.log10(max(float(run.logit_difference.max()), 1e-12))))),
-]
-all_tokens = [tokenizer.id_to_token(i) for i in prompt + run.cached_ids]
-for column, (name, cached) in zip(
-    st.columns(2), (("K", run.keys[shown_step - 1]), ("V", run.values[shown_step - 1])), strict=True
-):
-    labels = token_labels(all_tokens[: len(cached)])
-    with column:
+def kv_section(ids: list[int]) -> None:
+    st.subheader(t("masks.kv.title"))
+    n = len(ids)
+    context_col, new_col, step_col = st.columns(3)
+    context = linked_slider(context_col, t("masks.kv.context"), 8, 384, 128, key="kv_context")
+    n_new = linked_slider(new_col, t("masks.kv.new"), 4, 64, 16, key="kv_new")
+    shown_step = min(linked_slider(step_col, t("masks.kv.step"), 1, 64, 1, key="kv_step"), n_new)
+    prompt = (ids * (context // n + 1))[:context]
+    with st.spinner(t("masks.measuring")):
+        run = masks_runs.generation(tuple(prompt), n_new)
+        seconds_cached, seconds_full = masks_runs.step_timings(context, n_new)
+    tokenizer = load_tokenizer()
+    st.caption(t("masks.kv.generated", context=context, n_new=n_new))
+    st.text(" · ".join(tokenizer.id_to_token(i) for i in run.cached_ids))
+    same = run.cached_ids == run.full_ids
+    steps_axis = np.arange(1, n_new + 1)
+    # Whole decades from just below the smallest difference to above the 1e-5 line.
+    difference_decades = [
+        float(np.floor(np.log10(max(float(run.logit_difference.min()), 1e-12)))),
+        float(max(-4.0, np.ceil(np.log10(max(float(run.logit_difference.max()), 1e-12))))),
+    ]
+    all_tokens = [tokenizer.id_to_token(i) for i in prompt + run.cached_ids]
+    for column, (name, cached) in zip(
+        st.columns(2),
+        (("K", run.keys[shown_step - 1]), ("V", run.values[shown_step - 1])),
+        strict=True,
+    ):
+        labels = token_labels(all_tokens[: len(cached)])
+        with column:
+            show_chart(
+                cache_growth_figure(
+                    cached[-CACHE_TAIL:],
+                    labels[-CACHE_TAIL:],
+                    1,
+                    title=t("masks.kv.cache_title", name=name, step=shown_step, rows=len(cached)),
+                    x_title=t("masks.axis.dim"),
+                    y_title=t("masks.kv.cache_axis", shown=min(CACHE_TAIL, len(cached))),
+                    value_name=name,
+                ),
+                key=f"kv_cache_{name.lower()}",
+                summary=t(
+                    "masks.kv.cache_summary",
+                    name=name,
+                    step=shown_step,
+                    rows=len(cached),
+                    first=int(run.cache_rows[0]),
+                    last=int(run.cache_rows[-1]),
+                ),
+                data={"position": all_tokens[: len(cached)], name: cached},
+            )
+    kv_left, kv_right = st.columns(2)
+    with kv_left:
         show_chart(
-            cache_growth_figure(
-                cached[-CACHE_TAIL:],
-                labels[-CACHE_TAIL:],
-                1,
-                title=t("masks.kv.cache_title", name=name, step=shown_step, rows=len(cached)),
-                x_title=t("masks.axis.dim"),
-                y_title=t("masks.kv.cache_axis", shown=min(CACHE_TAIL, len(cached))),
-                value_name=name,
-            ),
-            key=f"kv_cache_{name.lower()}",
+            per_step_figure(seconds_cached * 1e3, seconds_full * 1e3, "time"),
+            key="kv_time",
             summary=t(
-                "masks.kv.cache_summary",
-                name=name,
-                step=shown_step,
-                rows=len(cached),
-                first=int(run.cache_rows[0]),
-                last=int(run.cache_rows[-1]),
+                "masks.kv.time_summary",
+                cached=float(np.median(seconds_cached) * 1e3),
+                full=float(np.median(seconds_full) * 1e3),
             ),
-            data={"position": all_tokens[: len(cached)], name: cached},
+            data={
+                "step": steps_axis,
+                "ms_with_cache": seconds_cached * 1e3,
+                "ms_without_cache": seconds_full * 1e3,
+            },
         )
-kv_left, kv_right = st.columns(2)
-with kv_left:
-    show_chart(
-        per_step_figure(seconds_cached * 1e3, seconds_full * 1e3, "time"),
-        key="kv_time",
-        summary=t(
-            "masks.kv.time_summary",
-            cached=float(np.median(seconds_cached) * 1e3),
-            full=float(np.median(seconds_full) * 1e3),
-        ),
-        data={
-            "step": steps_axis,
-            "ms_with_cache": seconds_cached * 1e3,
-            "ms_without_cache": seconds_full * 1e3,
-        },
-    )
-with kv_right:
-    show_chart(
-        per_step_figure(run.macs_cached / 1e6, run.macs_full / 1e6, "macs"),
-        key="kv_macs",
-        summary=t(
-            "masks.kv.macs_summary",
-            cached=float(run.macs_cached[-1] / 1e6),
-            full=float(run.macs_full[-1] / 1e6),
-            total_cached=float(run.macs_cached.sum() / 1e6),
-            total_full=float(run.macs_full.sum() / 1e6),
-        ),
-        data={
-            "step": steps_axis,
-            "multiply_adds_with_cache": run.macs_cached,
-            "multiply_adds_without_cache": run.macs_full,
-        },
-    )
-kv_left, kv_right = st.columns(2)
-with kv_left:
-    show_chart(
-        curves_figure(
-            {t("masks.kv.difference"): run.logit_difference},
-            steps_axis,
-            title=t("masks.kv.difference_title"),
-            x_title=t("masks.kv.step_axis"),
-            y_title="max |Δ logit|",
-            log_y=True,
-            y_axis=dict(range=difference_decades, dtick=1),
-            level=1e-5,
-        ),
-        key="kv_difference",
-        summary=t(
-            "masks.kv.difference_summary",
-            worst=float(run.logit_difference.max()),
+    with kv_right:
+        show_chart(
+            per_step_figure(run.macs_cached / 1e6, run.macs_full / 1e6, "macs"),
+            key="kv_macs",
+            summary=t(
+                "masks.kv.macs_summary",
+                cached=float(run.macs_cached[-1] / 1e6),
+                full=float(run.macs_full[-1] / 1e6),
+                total_cached=float(run.macs_cached.sum() / 1e6),
+                total_full=float(run.macs_full.sum() / 1e6),
+            ),
+            data={
+                "step": steps_axis,
+                "multiply_adds_with_cache": run.macs_cached,
+                "multiply_adds_without_cache": run.macs_full,
+            },
+        )
+    kv_left, kv_right = st.columns(2)
+    with kv_left:
+        show_chart(
+            curves_figure(
+                {t("masks.kv.difference"): run.logit_difference},
+                steps_axis,
+                title=t("masks.kv.difference_title"),
+                x_title=t("masks.kv.step_axis"),
+                y_title="max |Δ logit|",
+                log_y=True,
+                y_axis=dict(range=difference_decades, dtick=1),
+                level=1e-5,
+            ),
+            key="kv_difference",
+            summary=t(
+                "masks.kv.difference_summary",
+                worst=float(run.logit_difference.max()),
+                same=t("masks.kv.same") if same else t("masks.kv.different"),
+            ),
+            data={"step": steps_axis, "max_logit_difference": run.logit_difference},
+        )
+    kv_right.caption(
+        t(
+            "masks.kv.explain",
             same=t("masks.kv.same") if same else t("masks.kv.different"),
-        ),
-        data={"step": steps_axis, "max_logit_difference": run.logit_difference},
+            worst=float(run.logit_difference.max()),
+            n_new=n_new,
+            ratio=float(run.macs_full.sum() / run.macs_cached.sum()),
+            time_ratio=float(seconds_full.sum() / seconds_cached.sum()),
+            head=float(cfg.d_model * cfg.d_vocab / 1e6),
+        )
     )
-kv_right.caption(
-    t(
-        "masks.kv.explain",
-        same=t("masks.kv.same") if same else t("masks.kv.different"),
-        worst=float(run.logit_difference.max()),
-        n_new=n_new,
-        ratio=float(run.macs_full.sum() / run.macs_cached.sum()),
-        time_ratio=float(seconds_full.sum() / seconds_cached.sum()),
-        head=float(cfg.d_model * cfg.d_vocab / 1e6),
-    )
-)
+
 
 # 5. Cost -----------------------------------------------------------------------------
-st.subheader(t("masks.cost.title"))
 
 
-with st.spinner(t("masks.measuring")):
-    costs = cost_lab()
-lengths = costs["length"]
-cost_left, cost_right = st.columns(2)
-with cost_left:
-    show_chart(
-        log_x_curves(
-            {
-                t("masks.cost.attention"): costs["attn_s"] * 1e3,
-                t("masks.cost.rnn"): costs["rnn_s"] * 1e3,
+def cost_section() -> None:
+    st.subheader(t("masks.cost.title"))
+    with st.spinner(t("masks.measuring")):
+        costs = masks_runs.cost_lab()
+    lengths = costs["length"]
+    cost_left, cost_right = st.columns(2)
+    with cost_left:
+        show_chart(
+            log_x_curves(
+                {
+                    t("masks.cost.attention"): costs["attn_s"] * 1e3,
+                    t("masks.cost.rnn"): costs["rnn_s"] * 1e3,
+                },
+                lengths,
+                title=t("masks.cost.time_title"),
+                x_title=t("masks.cost.length"),
+                y_title=t("masks.kv.time_axis"),
+                log_y=True,
+            ),
+            key="cost_time",
+            summary=t(
+                "masks.cost.time_summary",
+                attention=float(costs["attn_s"][-1] * 1e3),
+                rnn=float(costs["rnn_s"][-1] * 1e3),
+                n=int(lengths[-1]),
+            ),
+            data={
+                "length": lengths,
+                "attention_ms": costs["attn_s"] * 1e3,
+                "rnn_ms": costs["rnn_s"] * 1e3,
             },
-            lengths,
-            title=t("masks.cost.time_title"),
-            x_title=t("masks.cost.length"),
-            y_title=t("masks.kv.time_axis"),
-            log_y=True,
-        ),
-        key="cost_time",
-        summary=t(
-            "masks.cost.time_summary",
-            attention=float(costs["attn_s"][-1] * 1e3),
-            rnn=float(costs["rnn_s"][-1] * 1e3),
-            n=int(lengths[-1]),
-        ),
-        data={
-            "length": lengths,
-            "attention_ms": costs["attn_s"] * 1e3,
-            "rnn_ms": costs["rnn_s"] * 1e3,
-        },
-    )
-with cost_right:
-    show_chart(
-        log_x_curves(
-            {
-                t("masks.cost.attention"): costs["attn_bytes"] / 2**20,
-                t("masks.cost.rnn"): costs["rnn_bytes"] / 2**20,
+        )
+    with cost_right:
+        show_chart(
+            log_x_curves(
+                {
+                    t("masks.cost.attention"): costs["attn_bytes"] / 2**20,
+                    t("masks.cost.rnn"): costs["rnn_bytes"] / 2**20,
+                },
+                lengths,
+                title=t("masks.cost.memory_title"),
+                x_title=t("masks.cost.length"),
+                y_title="MiB",
+                log_y=True,
+            ),
+            key="cost_memory",
+            summary=t(
+                "masks.cost.memory_summary",
+                attention=float(costs["attn_bytes"][-1] / 2**20),
+                rnn=float(costs["rnn_bytes"][-1] / 2**20),
+                n=int(lengths[-1]),
+            ),
+            data={
+                "length": lengths,
+                "attention_bytes": costs["attn_bytes"],
+                "rnn_bytes": costs["rnn_bytes"],
             },
-            lengths,
-            title=t("masks.cost.memory_title"),
-            x_title=t("masks.cost.length"),
-            y_title="MiB",
-            log_y=True,
-        ),
-        key="cost_memory",
-        summary=t(
-            "masks.cost.memory_summary",
-            attention=float(costs["attn_bytes"][-1] / 2**20),
-            rnn=float(costs["rnn_bytes"][-1] / 2**20),
+        )
+    st.caption(
+        t(
+            "masks.cost.explain",
+            attn_slope=cost.growth_exponent(lengths, costs["attn_s"]),
+            rnn_slope=cost.growth_exponent(lengths, costs["rnn_s"]),
+            memory_slope=cost.growth_exponent(lengths, costs["attn_bytes"]),
             n=int(lengths[-1]),
-        ),
-        data={
-            "length": lengths,
-            "attention_bytes": costs["attn_bytes"],
-            "rnn_bytes": costs["rnn_bytes"],
-        },
+            threads=int(costs["threads"]),
+            per_step=float(costs["rnn_s"][-1] / lengths[-1] * 1e6),
+        )
     )
-st.caption(
-    t(
-        "masks.cost.explain",
-        attn_slope=cost.growth_exponent(lengths, costs["attn_s"]),
-        rnn_slope=cost.growth_exponent(lengths, costs["rnn_s"]),
-        memory_slope=cost.growth_exponent(lengths, costs["attn_bytes"]),
-        n=int(lengths[-1]),
-        threads=int(costs["threads"]),
-        per_step=float(costs["rnn_s"][-1] / lengths[-1] * 1e6),
-    )
+
+
+# The lesson's parts, one tab each: only the open one is computed, so typing reruns one
+# part. The first holds what the masks do (step by step, and the leakage proof on the
+# visitor's sentence); the others are labs.
+PARTS = ("masks", "scale", "kv", "cost")
+st.caption(t("masks.parts_hint"))
+part, tab = linked_tabs(
+    st,
+    PARTS,
+    "masks",
+    key="mask_part",
+    format_func=part_label,
+    # A link that sets a lab's control (as links made before the tabs did) opens its tab.
+    opened_by={"scale": ("scale_keys",), "kv": ("kv_context", "kv_new", "kv_step")},
 )
+with tab:
+    if part == "masks":
+        steps_section(sentence.text)
+        leakage_section(ids, tokens)
+    elif part == "scale":
+        scaling_section()
+    elif part == "kv":
+        kv_section(ids)
+    else:
+        cost_section()

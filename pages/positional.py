@@ -54,30 +54,47 @@ ORDER_PAIRS = (("dog bites man", "man bites dog"), ("我爱你", "你爱我"))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def model_outputs(ids: tuple[int, ...], scheme: str) -> np.ndarray:
-    out, _ = load_transformer(scheme).run_with_cache(list(ids))
-    return out.numpy()
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
 def order_effects(ids: tuple[int, ...], order: str, seed: int) -> dict:
     perm = pe.permutation(len(ids), order, seed)
-    reordered = tuple(ids[i] for i in perm)
-    return {
-        scheme: pe.order_effect(model_outputs(ids, scheme), model_outputs(reordered, scheme), perm)
-        for scheme in pe.SCHEMES
-    } | {"perm": perm}
+    effects = {}
+    for scheme in pe.SCHEMES:
+        outputs, reordered = pe.outputs_in_both_orders(load_transformer(scheme), ids, perm)
+        effects[scheme] = pe.order_effect(outputs, reordered, perm)
+    return effects | {"perm": perm}
 
 
 @st.cache_data(show_spinner=False)
-def rotation_check(d_model: int, n_pos: int) -> float:
-    return pe.max_rotation_error(pe.sinusoidal_table(n_pos, d_model), range(0, n_pos // 2))
+def pair_distances() -> list[tuple[str, str, float]]:
+    """(pair, scheme, distance between the two sentences' mean output vectors) for the
+    fixed example pairs: the same on every rerun, so computed once."""
+    tokenizer = load_tokenizer()
+    rows = []
+    for first, second in ORDER_PAIRS:
+        a, b = tokenizer.encode(first).ids, tokenizer.encode(second).ids
+        for scheme in pe.SCHEMES:
+            model = load_transformer(scheme)
+            out_a, _ = model.run_with_cache(list(a))
+            out_b, _ = model.run_with_cache(list(b))
+            pooled = np.linalg.norm(out_a.numpy().mean(axis=0) - out_b.numpy().mean(axis=0))
+            rows.append((f"{first} / {second}", scheme, float(pooled)))
+    return rows
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
-def load_untrained(stem: str):
-    """The trained model `stem` names as it was before training, shared and read-only."""
-    return ts.untrained(load_checkpoint(stem).model)
+@st.cache_data(max_entries=16, show_spinner=False)
+def training_views(stem: str) -> dict:
+    """What the lesson shows of the trained model `stem` names, before ("before": as built,
+    ts.untrained) and after training: each head's attention from position alone, its mean
+    weight by offset, and the mean cosine of neighbouring positions. It reads no sentence."""
+    trained = load_checkpoint(stem).model
+    views = {}
+    for when, model in (("before", ts.untrained(trained)), ("after", trained)):
+        pattern = ts.positional_attention(model.core)
+        views[when] = {
+            "pattern": pattern,
+            "by_offset": ts.weight_by_offset(pattern),
+            "near": float(ts.cosine_by_offset(ts.position_cosines(model.core.W_pos.numpy()))[1]),
+        }
+    return views
 
 
 def trained_label(name: str) -> str:
@@ -248,9 +265,9 @@ if trained is not None:
         )
     )
     stem = trained_stem(trained_name)
-    models = {"before": load_untrained(stem).core, "after": core}
-    patterns = {when: ts.positional_attention(model) for when, model in models.items()}
-    offsets = {when: ts.weight_by_offset(pattern) for when, pattern in patterns.items()}
+    views = training_views(stem)
+    patterns = {when: view["pattern"] for when, view in views.items()}
+    offsets = {when: view["by_offset"] for when, view in views.items()}
     strongest = {
         when: (int(np.argmax(w[trained_head])), float(np.max(w[trained_head])))
         for when, w in offsets.items()
@@ -309,10 +326,7 @@ if trained is not None:
         ),
         data={"offset": ks} | per_head,
     )
-    near = {
-        when: float(ts.cosine_by_offset(ts.position_cosines(m.W_pos.numpy()))[1])
-        for when, m in models.items()
-    }
+    near = {when: view["near"] for when, view in views.items()}
     st.caption(
         t(
             "positional.trained.explain",
@@ -334,10 +348,8 @@ if trained is not None:
 # 3. The linear relation -------------------------------------------------------------
 st.subheader(t("positional.rotation.title"))
 k = linked_slider(st, t("positional.rotation.offset"), 1, 128, 5, key="pe_offset")
-rot_table = pe.sinusoidal_table(cfg.n_ctx, cfg.d_model)
-exact = pe.rotation_errors(rot_table, k)
-naive = pe.per_dimension_fit_errors(rot_table, k)
-rotation = pe.rotation_matrix(k, cfg.d_model)
+fit = pe.rotation_fit(k, cfg.d_model, cfg.n_ctx)
+rotation = fit["rotation"]
 rot_left, rot_right = st.columns(2)
 with rot_left:
     show_chart(
@@ -355,8 +367,8 @@ with rot_left:
 with rot_right:
     starts = np.arange(cfg.n_ctx - k)
     errors = {
-        t("positional.rotation.exact_curve"): exact.max(axis=1),
-        t("positional.rotation.naive_curve"): naive.max(axis=1),
+        t("positional.rotation.exact_curve"): fit["exact"],
+        t("positional.rotation.naive_curve"): fit["naive"],
     }
     show_chart(
         curves_figure(
@@ -375,9 +387,9 @@ st.caption(
     t(
         "positional.rotation.explain",
         k=k,
-        exact=float(exact.max()),
-        naive=float(naive.max()),
-        all_k=rotation_check(cfg.d_model, cfg.n_ctx),
+        exact=fit["exact_max"],
+        naive=fit["naive_max"],
+        all_k=pe.rotation_check(cfg.d_model, cfg.n_ctx),
         n_k=cfg.n_ctx // 2,
         n_pos=cfg.n_ctx,
     )
@@ -486,20 +498,14 @@ else:
         )
     )
 
-pair_rows = []
-for first, second in ORDER_PAIRS:
-    a, b = tokenizer.encode(first).ids, tokenizer.encode(second).ids
-    for scheme in pe.SCHEMES:
-        out_a, out_b = model_outputs(tuple(a), scheme), model_outputs(tuple(b), scheme)
-        pair_rows.append(
-            {
-                t("positional.order.pair"): f"{first} / {second}",
-                t("positional.order.scheme"): t(f"positional.scheme.{scheme}"),
-                t("positional.order.pooled"): float(
-                    np.linalg.norm(out_a.mean(axis=0) - out_b.mean(axis=0))
-                ),
-            }
-        )
+pair_rows = [
+    {
+        t("positional.order.pair"): pair,
+        t("positional.order.scheme"): t(f"positional.scheme.{scheme}"),
+        t("positional.order.pooled"): pooled,
+    }
+    for pair, scheme, pooled in pair_distances()
+]
 st.caption(t("positional.order.pairs"))
 st.dataframe(pair_rows, hide_index=True, width="content")
 

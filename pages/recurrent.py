@@ -31,6 +31,7 @@ from components.widgets import (
     load_transformer,
     load_visitor_store,
     sentence_or_stop,
+    set_state,
     show_chart,
     show_notes,
     visitor_id,
@@ -51,6 +52,7 @@ CONSTRUCTED = "constructed"  # weights built from the controls; otherwise traine
 CONSTRUCTION_KEYS = ("rc_source", "rc_length", "rc_radius", "rc_act", "rc_init", "rc_hidden")
 CONSTRUCTION_KEYS += ("rc_forget",)
 LATCHED = 0.9  # a forget gate above this at every step keeps the cell's content
+SPECTRA_KEY = "_rc_spectra"  # set once the visitor asks for the spectra of their sentence
 
 
 def _checkpoint(source: str, kind: str):
@@ -94,39 +96,33 @@ def _x(cell: str, ids: tuple[int, ...] | None, length: int, s: dict) -> torch.Te
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def flows(ids: tuple[int, ...] | None, length: int, tau: int, s: dict) -> dict:
+def flows(ids: tuple[int, ...] | None, length: int, tau: int, s: dict, spectra: bool) -> dict:
+    """The gradient flow of every model; with `spectra`, for the recurrent ones also the
+    step Jacobian spectra, taken from the same forward pass."""
     out = {}
+    shared = _inputs(ids, length) if s["weights"] == CONSTRUCTED else None
     for name, cell in CELLS.items():
-        X = _x(cell, ids, length, s)
-        out[name] = gf.recurrent_gradient_flow(_model(cell, X.shape[1], s), X, tau)
+        X = shared if shared is not None else _x(cell, ids, length, s)
+        model = _model(cell, X.shape[1], s)
+        out[name] = gf.recurrent_gradient_flow(model, X, tau, spectra=spectra)
     transformer = (
         load_transformer()
         if s["weights"] == CONSTRUCTED
         else _trained(s["weights"], "transformer").core
     )
-    X = _x("transformer", ids, length, s)
+    X = shared if shared is not None else _x("transformer", ids, length, s)
     out["Transformer"] = gf.transformer_gradient_flow(transformer, X, tau)
     return out
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def jacobian_norms(ids: tuple[int, ...] | None, length: int, s: dict) -> dict:
-    result = {}
-    for name, cell in CELLS.items():
-        X = _x(cell, ids, length, s)
-        model = _model(cell, X.shape[1], s)
-        size = model.cfg.num_hiddens * (2 if cell == "lstm" else 1)
-        steps = gf.jacobian_steps(X.shape[0], size)
-        result[name] = (steps, gf.step_jacobian_norms(model, X, steps))
-    return result
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def linear_orthogonal(ids: tuple[int, ...] | None, length: int, tau: int, s: dict) -> np.ndarray:
-    X = _inputs(ids, length)
-    model = load_recurrent(
-        "rnn", X.shape[1], s["num_hiddens"], "linear", "orthogonal", s["radius"], 1.0
-    )
+def linear_orthogonal(length: int, tau: int, num_hiddens: int, radius: float) -> np.ndarray:
+    """‖∂L/∂H_t‖ of a linear RNN with W_hh = r·Q: it reads no input (∂L/∂H_t = u·W_hhᵀ^(τ−t)),
+    so it is measured on zero inputs of the sentence's length, and shared by every sentence
+    of that length."""
+    d_in = load_transformer().cfg.d_model
+    model = load_recurrent("rnn", d_in, num_hiddens, "linear", "orthogonal", radius, 1.0)
+    X = torch.zeros(length, d_in)
     return gf.recurrent_gradient_flow(model, X, tau)["grad_H"]
 
 
@@ -312,7 +308,13 @@ st.info(t("recurrent.loss", tau=tau, n=n_steps))
 if tokens is not None:
     st.text(t("recurrent.loss_token", token=tokens[tau]))
 
-result = flows(ids, n_steps, tau, s)
+# The exact spectra of every step's Jacobian are the costliest numbers here. Where the
+# inputs follow the visitor's typing they are computed once asked for, and from then on
+# at every keystroke of the visit; a task's sequence or a synthetic one does not change
+# as the visitor types, so there they are always computed (once, then cached).
+follows_typing = ids is not None
+spectra_on = not follows_typing or bool(st.session_state.get(SPECTRA_KEY))
+result = flows(ids, n_steps, tau, s, spectra_on)
 distance = np.arange(tau + 1)  # k = τ − t: how many steps before the loss
 
 # Overflow and underflow, named by the first step they reached.
@@ -379,7 +381,7 @@ st.caption(
 
 # 4. Theory: a linear orthogonal RNN, and the step Jacobians ---------------------------------
 st.subheader(t("recurrent.theory.title"))
-measured = linear_orthogonal(ids, n_steps, tau, s)
+measured = linear_orthogonal(n_steps, tau, s["num_hiddens"], s["radius"])
 theory = gf.linear_orthogonal_theory(settings.radius, tau)
 with np.errstate(divide="ignore", invalid="ignore"):
     relative = np.abs(measured[tau::-1] / theory[::-1] - 1)
@@ -412,25 +414,37 @@ with theory_col:
         data={"distance": distance} | {name: y for name, (_, y) in theory_curves.items()},
     )
 with jacobian_col:
-    spectra = jacobian_norms(ids, n_steps, s)
-    show_chart(
-        lines_figure(
-            {name: (steps, norms) for name, (steps, norms) in spectra.items()},
-            title=t("recurrent.jacobian.figure"),
-            x_title=t("recurrent.step"),
-            y_title="‖∂H_t/∂H_{t−1}‖₂",
-            log_y=True,
-            hline=1.0,
-        ),
-        key="rc_jacobian",
-        summary=medians_summary({name: norms for name, (_, norms) in spectra.items()}),
-        # One row per model and step: each model samples its own steps.
-        data={
-            "model": [name for name, (steps, _) in spectra.items() for _ in steps],
-            "step": np.concatenate([steps for steps, _ in spectra.values()]),
-            "norm": np.concatenate([norms for _, norms in spectra.values()]),
-        },
-    )
+    if spectra_on:
+        spectra = {
+            name: (result[name]["jacobian_steps"], result[name]["jacobian_norms"]) for name in CELLS
+        }
+        show_chart(
+            lines_figure(
+                {name: (steps, norms) for name, (steps, norms) in spectra.items()},
+                title=t("recurrent.jacobian.figure"),
+                x_title=t("recurrent.step"),
+                y_title="‖∂H_t/∂H_{t−1}‖₂",
+                log_y=True,
+                hline=1.0,
+            ),
+            key="rc_jacobian",
+            summary=medians_summary({name: norms for name, (_, norms) in spectra.items()}),
+            # One row per model and step: each model samples its own steps.
+            data={
+                "model": [name for name, (steps, _) in spectra.items() for _ in steps],
+                "step": np.concatenate([steps for steps, _ in spectra.values()]),
+                "norm": np.concatenate([norms for _, norms in spectra.values()]),
+            },
+        )
+    else:
+        st.button(
+            t("recurrent.jacobian.run"),
+            key="rc_spectra_go",
+            on_click=set_state,
+            args=({SPECTRA_KEY: True},),
+            icon=":material/functions:",
+        )
+        st.caption(t("recurrent.jacobian.pending", n=n_steps))
 
 
 def _median(values: np.ndarray) -> float:
@@ -447,18 +461,19 @@ st.caption(
         act=settings.activation,
     )
 )
-jacobian_text = t(
-    "recurrent.jacobian.explain",
-    rnn=_median(spectra["RNN"][1]),
-    lstm=_median(spectra["LSTM"][1]),
-    gru=_median(spectra["GRU"][1]),
-    r=settings.radius,
-)
-sampled = {name: len(steps) for name, (steps, _) in spectra.items() if len(steps) < n_steps}
-if sampled:
-    counts = ", ".join(f"{m}: {k}" for m, k in sampled.items())
-    jacobian_text += " " + t("recurrent.jacobian.sampled", sampled=counts, n=n_steps)
-st.caption(jacobian_text)
+if spectra_on:
+    jacobian_text = t(
+        "recurrent.jacobian.explain",
+        rnn=_median(spectra["RNN"][1]),
+        lstm=_median(spectra["LSTM"][1]),
+        gru=_median(spectra["GRU"][1]),
+        r=settings.radius,
+    )
+    sampled = {name: len(steps) for name, (steps, _) in spectra.items() if len(steps) < n_steps}
+    if sampled:
+        counts = ", ".join(f"{m}: {k}" for m, k in sampled.items())
+        jacobian_text += " " + t("recurrent.jacobian.sampled", sampled=counts, n=n_steps)
+    st.caption(jacobian_text)
 
 # 5. Clipping --------------------------------------------------------------------------------
 st.subheader(t("recurrent.clip.title"))

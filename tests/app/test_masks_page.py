@@ -11,6 +11,8 @@ from conftest import chart, chart_specs, heatmap_grid, messages, open_lesson, te
 
 from models.masks import KINDS, STEPS
 
+PARTS = ("masks", "scale", "kv", "cost")
+
 SENTENCE = "the cat sat on the mat because it was warm"  # 10 tokens
 SECOND = "我爱你"  # 3 tokens
 # These tests check the masks' mechanics on word tokens: on the lesson's random model
@@ -18,19 +20,13 @@ SECOND = "我爱你"  # 3 tokens
 RANDOM = "random"
 STEP_CHARTS = [f"mask_step_{step}" for step in STEPS]
 
-LAB_CHARTS = [
-    "mask_leakage",
-    "scale_variance",
-    "scale_entropy",
-    "scale_max",
-    "kv_cache_k",
-    "kv_cache_v",
-    "kv_time",
-    "kv_macs",
-    "kv_difference",
-    "cost_time",
-    "cost_memory",
-]
+# The charts of each of the lesson's parts, one tab each; the first is open by default.
+PART_CHARTS = {
+    "masks": {*STEP_CHARTS, "mask_leakage"},
+    "scale": {"scale_variance", "scale_entropy", "scale_max"},
+    "kv": {"kv_cache_k", "kv_cache_v", "kv_time", "kv_macs", "kv_difference"},
+    "cost": {"cost_time", "cost_memory"},
+}
 
 
 def _no_failure(at) -> None:
@@ -49,13 +45,19 @@ def _chart_keys(at) -> set[str]:
     return {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
 
 
+def _open_part(at, part: str):
+    """Open another tab of the lesson in the same session, as a click on it does."""
+    at.session_state["mask_part"] = part
+    return at.run()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_mask_kind_draws_every_step_and_masks_exactly_what_it_should(kind):
     at = open_lesson(
         "masks", SENTENCE, mask_weights=RANDOM, mask_kind=kind, second=SECOND, mask_window="1"
     )
     _no_failure(at)
-    assert set(STEP_CHARTS) | set(LAB_CHARTS) == _chart_keys(at)
+    assert PART_CHARTS["masks"] == _chart_keys(at)  # the first tab, open by default
     assert all(
         "Infinity" not in json.dumps(s) and "NaN" not in json.dumps(s) for s in chart_specs(at)
     )
@@ -135,7 +137,7 @@ def test_a_hostile_second_sentence_is_cleaned_noted_and_escaped():
 
 
 def test_the_labs_show_measured_numbers_that_match_their_claims():
-    at = open_lesson("masks", SENTENCE, kv_context="40", kv_new="8", kv_step="3")
+    at = open_lesson("masks", SENTENCE, kv_context="40", kv_new="8", kv_step="3", mask_part="scale")
     _no_failure(at)
     variance = chart(at, "scale_variance")["data"]
     d_k, measured = _values(variance[0]["x"]), _values(variance[0]["y"])
@@ -145,6 +147,7 @@ def test_the_labs_show_measured_numbers_that_match_their_claims():
     unscaled, scaled = (_values(tr["y"]) for tr in chart(at, "scale_max")["data"][:2])
     assert unscaled[-1] > 0.8 > scaled[-1]
     # The KV cache: same tokens both ways, logits within 1e-5, one more cached row per step.
+    _no_failure(_open_part(at, "kv"))
     difference = _values(chart(at, "kv_difference")["data"][0]["y"])
     assert len(difference) == 8 and (difference < 1e-5).all()
     assert any("identical at every step" in c for c in at.caption.values)
@@ -157,6 +160,47 @@ def test_the_labs_show_measured_numbers_that_match_their_claims():
     assert len(keys["data"][0]["y"]) == 24 and keys["data"][0]["y"][-1].startswith("41:")
     with_cache, without = (_values(tr["y"]) for tr in chart(at, "kv_macs")["data"])
     assert (without > with_cache).all() and np.ptp(with_cache) < np.ptp(without)
+    _no_failure(_open_part(at, "cost"))
     memory = chart(at, "cost_memory")["data"]
     lengths, attention = _values(memory[0]["x"]), _values(memory[0]["y"])
     np.testing.assert_allclose(attention[1:] / attention[:-1], (lengths[1:] / lengths[:-1]) ** 2)
+
+
+@pytest.mark.parametrize("part", sorted(PART_CHARTS))
+def test_each_part_opens_from_a_link_and_draws_only_its_own_charts(part):
+    at = open_lesson("masks", SENTENCE, mask_part=part)
+    _no_failure(at)
+    assert _chart_keys(at) == PART_CHARTS[part]
+    assert [tab.label for tab in at.tabs][PARTS.index(part)] == at.session_state["mask_part"]
+    # Typing reruns the open part, on the new sentence.
+    at.text_input("sentence").input("a dog ran far").run()
+    _no_failure(at)
+    assert _chart_keys(at) == PART_CHARTS[part]
+    assert "a · dog · ran · far" in texts(at)
+
+
+def test_a_part_named_in_the_other_language_or_not_at_all_is_understood_or_noted():
+    at = open_lesson("masks", SENTENCE, mask_part="4 · KV 缓存")  # a Chinese visitor's link
+    _no_failure(at)
+    assert _chart_keys(at) == PART_CHARTS["kv"]
+    assert at.session_state["mask_part"] == "4 · KV cache"
+    at = open_lesson("masks", SENTENCE, mask_part="6 · nowhere")
+    _no_failure(at)
+    assert _chart_keys(at) == PART_CHARTS["masks"]
+    assert any(m.startswith("The link") for m in messages(at))
+
+
+def test_the_open_part_stays_open_when_the_language_changes():
+    at = open_lesson("masks", SENTENCE, mask_part="cost")
+    at.session_state["lang"] = "zh"
+    at.run()
+    _no_failure(at)
+    assert at.session_state["mask_part"] == "5 · 开销"
+    assert _chart_keys(at) == PART_CHARTS["cost"]
+
+
+def test_a_link_setting_a_labs_control_opens_that_labs_tab():
+    at = open_lesson("masks", SENTENCE, kv_new="8")  # a link made before the lesson had tabs
+    _no_failure(at)
+    assert _chart_keys(at) == PART_CHARTS["kv"]
+    assert len(_values(chart(at, "kv_difference")["data"][0]["y"])) == 8

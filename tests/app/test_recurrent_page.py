@@ -8,6 +8,8 @@ from conftest import chart, chart_specs, messages, open_lesson, plotly_array, te
 
 from models import gradient_flow as gf
 from models.recurrent import Recurrent, RecurrentConfig
+from models.tokenizer import MAX_TOKENS, Tokenizer
+from models.transformer import Transformer, TransformerConfig
 
 CHARTS = {
     "rc_distance",
@@ -49,13 +51,54 @@ def _drawn(at) -> set[str]:
 def test_sentence_draws_every_view_with_token_labels():
     at = open_lesson("recurrent", "我爱你 and the cat sat", rc_weights="constructed")
     _no_failure(at)
-    assert _drawn(at) >= CHARTS
+    # The spectra of the visitor's own sentence wait for a click (next test).
+    assert _drawn(at) >= CHARTS - {"rc_jacobian"}
     assert all(_all_finite(spec) for spec in chart_specs(at))
     assert "我 · 爱 · 你 · and · the · cat · sat" in texts(at)
     assert chart(at, "rc_units")["data"][0]["x"][:3] == ["0:我", "1:爱", "2:你"]
     names = [trace["name"] for trace in chart(at, "rc_distance")["data"]]
     assert names == ["RNN", "LSTM", "GRU", "Transformer"]
     assert not any("overflowed" in m for m in messages(at))
+
+
+def _spectra_of(sentence: str) -> dict[str, np.ndarray]:
+    """The step Jacobian norms of the lesson's constructed models on `sentence`, computed
+    here from scratch: the tokenizer, the Transformer's token vectors, one pass per model."""
+    tokenizer = Tokenizer()
+    ids = tokenizer.encode(sentence, MAX_TOKENS).ids
+    X = Transformer(TransformerConfig(d_vocab=tokenizer.vocab_size)).W_E[list(ids)].detach()
+    return {
+        name: gf.step_jacobian_norms(
+            Recurrent(RecurrentConfig(cell=name.lower(), num_inputs=64, num_hiddens=64)), X
+        )
+        for name in ("RNN", "LSTM", "GRU")
+    }
+
+
+def test_spectra_of_your_sentence_come_on_request_then_follow_typing():
+    at = open_lesson("recurrent", "the cat sat on the mat", rc_weights="constructed")
+    _no_failure(at)
+    assert "rc_jacobian" not in _drawn(at)
+    button = at.button(key="rc_spectra_go")
+    assert button.label == "Compute the step Jacobian spectra for your sentence"
+    assert any("computed once you ask" in c.value for c in at.caption)
+    button.click().run()
+    _no_failure(at)
+    lines = {trace["name"]: _array(trace["y"]) for trace in chart(at, "rc_jacobian")["data"]}
+    for name, expected in _spectra_of("the cat sat on the mat").items():
+        np.testing.assert_allclose(lines[name], expected, rtol=1e-9)
+    assert any(c.value.startswith("The largest factor by which") for c in at.caption)
+    # Asked for once, they follow the sentence as the visitor types on.
+    at.text_input("sentence").input("a dog ran far away from home").run()
+    _no_failure(at)
+    assert not _has_button(at, "rc_spectra_go")
+    lines = {trace["name"]: _array(trace["y"]) for trace in chart(at, "rc_jacobian")["data"]}
+    for name, expected in _spectra_of("a dog ran far away from home").items():
+        np.testing.assert_allclose(lines[name], expected, rtol=1e-9)
+
+
+def _has_button(at, key: str) -> bool:
+    return any(b.key == key for b in at.button)
 
 
 def test_extreme_settings_draw_the_charts_and_name_the_overflow_step():

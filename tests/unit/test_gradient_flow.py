@@ -310,3 +310,38 @@ def test_settings_are_kept_within_limits_with_a_note():
     )
     assert garbage == gf.FlowSettings() and not notes
     assert gf.loss_step(10, 3) == 6 and gf.loss_step(10, 50) == 0
+
+
+@pytest.mark.parametrize(
+    ("cell", "n_h", "kw"),
+    [("rnn", 16, {}), ("rnn", 16, dict(activation="relu")), ("lstm", 8, {}), ("gru", 16, {})],
+)
+def test_spectra_from_the_flows_own_pass_are_step_jacobian_norms(cell, n_h, kw):
+    """The lesson takes the step Jacobian spectra from the gradient flow's forward pass:
+    the very numbers a separate pass gives, at the steps `jacobian_steps` picks."""
+    model = _model(cell, n_in=6, n_h=n_h, radius=1.2, **kw)
+    X = gf.synthetic_inputs(40, 6, seed=3)
+    flow = gf.recurrent_gradient_flow(model, X, 30, spectra=True)
+    steps = gf.jacobian_steps(40, n_h * (2 if cell == "lstm" else 1))
+    np.testing.assert_array_equal(flow["jacobian_steps"], steps)
+    np.testing.assert_array_equal(flow["jacobian_norms"], gf.step_jacobian_norms(model, X, steps))
+    # Sampled steps, beyond the budget, come from the same pass too.
+    few = gf.jacobian_steps(40, n_h, budget=20 * n_h**3)
+    np.testing.assert_array_equal(
+        gf.trace_jacobian_norms(model, model(X), few), gf.step_jacobian_norms(model, X, few)
+    )
+    plain = gf.recurrent_gradient_flow(model, X, 30)
+    for name, value in plain.items():
+        np.testing.assert_array_equal(flow[name], value)
+
+
+def test_a_linear_rnns_gradient_does_not_depend_on_its_inputs():
+    """Why the lesson measures its linear orthogonal RNN on zero inputs of the sentence's
+    length: ∂L/∂H_t = u·W_hhᵀ^(τ−t) reads no input, so any inputs give the same numbers."""
+    model = _model(n_in=8, n_h=32, activation="linear", init="orthogonal", radius=1.1)
+    sentence_like = gf.synthetic_inputs(25, 8, seed=7) * 3.0
+    zeros = torch.zeros(25, 8)
+    np.testing.assert_array_equal(
+        gf.recurrent_gradient_flow(model, sentence_like, 20)["grad_H"],
+        gf.recurrent_gradient_flow(model, zeros, 20)["grad_H"],
+    )

@@ -161,3 +161,38 @@ def test_alibi_bias_is_symmetric_for_encoders_and_one_sided_for_decoders():
     np.testing.assert_array_equal(enc, np.swapaxes(enc, 1, 2))
     dec = pe.alibi_bias(2, 3, 3, causal=True)
     assert dec[0, 2, 0] == pytest.approx(-2 * 2.0**-4)
+
+
+@pytest.mark.parametrize("k", [1, 5, 128])
+def test_the_shared_rotation_fit_is_the_straightforward_computation(k):
+    fit = pe.rotation_fit(k, D, 512)
+    np.testing.assert_array_equal(fit["rotation"], pe.rotation_matrix(k, D))
+    np.testing.assert_array_equal(fit["exact"], pe.rotation_errors(TABLE, k).max(axis=1))
+    np.testing.assert_array_equal(fit["naive"], pe.per_dimension_fit_errors(TABLE, k).max(axis=1))
+    assert fit["exact_max"] == fit["exact"].max() and fit["naive_max"] == fit["naive"].max()
+    assert pe.rotation_fit(k, D, 512) is fit  # made once, shared by every visitor
+    with pytest.raises(ValueError):  # so nobody can write into it
+        fit["exact"][0] = 1.0
+
+
+def test_the_shared_rotation_check_is_max_rotation_error():
+    assert pe.rotation_check(16, 64) == pe.max_rotation_error(
+        pe.sinusoidal_table(64, 16), range(0, 32)
+    )
+
+
+@pytest.mark.parametrize("positional", pe.SCHEMES)
+@pytest.mark.parametrize("order", ["reverse", "rotate", "shuffle"])
+def test_one_batched_pass_gives_each_orders_own_outputs(positional, order):
+    """The lesson runs a sentence and its reordering as one batch of two: the same numbers
+    as two separate passes, so the order effect it shows is the same too."""
+    model = Transformer(replace(SMALL, positional=positional), seed=4)
+    perm = pe.permutation(len(TOKENS), order, seed=2)
+    outputs, reordered = pe.outputs_in_both_orders(model, tuple(TOKENS), perm)
+    one, other = _outputs(positional, TOKENS), _outputs(positional, TOKENS[perm])
+    np.testing.assert_allclose(outputs, one, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(reordered, other, rtol=0, atol=1e-6)
+    batched = pe.order_effect(outputs, reordered, perm)
+    separate = pe.order_effect(one, other, perm)
+    assert batched["max_error"] == pytest.approx(separate["max_error"], abs=1e-6)
+    np.testing.assert_allclose(batched["per_token"], separate["per_token"], atol=1e-5)

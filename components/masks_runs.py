@@ -1,0 +1,100 @@
+"""The masks lesson's cached runs and measurements (Streamlit glue, like widgets.py).
+
+They live here, not in pages/masks.py: a page runs again on every rerun, and a
+`st.cache_data` decorator run again re-reads its function's source to key the cache
+(~0.6 ms each); in a module they are made once per process.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from components.widgets import (
+    DEFAULT_SENTENCE,
+    load_checkpoint,
+    load_tokenizer,
+    load_transformer,
+)
+from models import cost, kv_cache, masks, scaling
+from models import trained_sources as ts
+
+# The KV cache's time per step is measured on this text, the same for every visitor.
+TIMING_TEXT = DEFAULT_SENTENCE
+
+
+@st.cache_resource(show_spinner=False)
+def load_encoder_decoder():
+    """A random encoder–decoder (same sizes as the encoder), shared by every session and
+    only ever read."""
+    from models.transformer import EncoderDecoder
+
+    return EncoderDecoder(load_transformer("sinusoidal").cfg, seed=0)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def load_unmasked(stem: str):
+    """A trained Transformer that applies only the lesson's mask, shared and read-only."""
+    return ts.without_causal_mask(load_checkpoint(stem).model.core)
+
+
+def step_model(stem: str):
+    """The model the step-by-step section runs: `stem` names a trained checkpoint, or is
+    empty for the lesson's random Transformer."""
+    return load_unmasked(stem) if stem else load_transformer("sinusoidal")
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def masked_run(stem: str, ids: tuple[int, ...], allowed: np.ndarray) -> dict:
+    return masks.run_masked(step_model(stem), list(ids), allowed)[1]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cross_run(stem: str, source: tuple[int, ...], target: tuple[int, ...]) -> dict:
+    model = load_checkpoint(stem).model.core if stem else load_encoder_decoder()
+    return masks.run_cross(model, list(source), list(target))[1]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def leakage_by_mask(ids: tuple[int, ...], position: int, new_id: int) -> dict[str, np.ndarray]:
+    model = load_transformer("sinusoidal")
+    n = len(ids)
+    return {
+        kind: masks.leakage(model, list(ids), position, new_id, masks.allowed_mask(kind, n))
+        for kind in ("causal", "none")
+    }
+
+
+@st.cache_data(show_spinner=False)
+def variance_lab() -> dict[str, np.ndarray]:
+    return scaling.dot_product_variance()
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def sharpness_lab(n_keys: int) -> dict[str, np.ndarray]:
+    return scaling.softmax_sharpness(n_keys=n_keys)
+
+
+@st.cache_resource(show_spinner=False)
+def load_lm_head():
+    return kv_cache.lm_head(load_transformer("sinusoidal", causal=True).cfg)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def generation(prompt: tuple[int, ...], n_new: int) -> kv_cache.Generation:
+    model = load_transformer("sinusoidal", causal=True)
+    return kv_cache.generate(model, load_lm_head(), list(prompt), n_new)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def step_timings(context: int, n_new: int) -> tuple[np.ndarray, np.ndarray]:
+    """Timed once per (length, steps) for everyone: the time does not depend on the words."""
+    prompt = load_tokenizer().encode(TIMING_TEXT).ids
+    prompt = list(prompt * (context // len(prompt) + 1))[:context]
+    model = load_transformer("sinusoidal", causal=True)
+    return kv_cache.step_times(model, load_lm_head(), prompt, n_new)
+
+
+@st.cache_data(show_spinner=False)
+def cost_lab() -> dict[str, np.ndarray]:
+    return cost.measure()
