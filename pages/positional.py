@@ -122,6 +122,9 @@ st.caption(
 )
 
 sentence = sentence_or_stop()
+# Read whatever tab is open: a visitor key in the link is taken out of the address bar
+# (and a bad one noted) at once, not only when the tab with the trained models opens.
+me = visitor_id()
 
 tokenizer = load_tokenizer()
 encoded = tokenizer.encode(sentence.text, MAX_TOKENS)
@@ -462,7 +465,7 @@ def trained_view() -> None:
     trained_name = linked_selectbox(
         trained_col,
         t("positional.trained.model"),
-        (*ts.SHIPPED_TRANSFORMERS, *ts.saved_transformers(load_visitor_store().list(visitor_id()))),
+        (*ts.SHIPPED_TRANSFORMERS, *ts.saved_transformers(load_visitor_store().list(me))),
         ts.SHIPPED_TRANSFORMERS[0],
         key="pe_trained",
         format_func=trained_label,
