@@ -70,6 +70,11 @@ def token_similarity_figure(
         margin=dict(l=10, r=10, t=30, b=10),
         font=_FONT,
         xaxis=dict(type="category", tickangle=-60, automargin=True),
-        yaxis=dict(title=dict(text=similarity_title), range=[low - 0.02 * (1 - low), 1.0]),
+        # The title is long in Chinese: the margin grows so it never covers the ticks.
+        yaxis=dict(
+            title=dict(text=similarity_title),
+            range=[low - 0.02 * (1 - low), 1.0],
+            automargin=True,
+        ),
     )
     return figure([bar], layout)

@@ -22,6 +22,7 @@ from components.lessons import LESSONS
 from components.widgets import (
     PRESENTING_KEY,
     SENTENCE_KEY,
+    fetch_chart_library,
     image_format_choice,
     sentence_box,
     show_notes,
@@ -208,6 +209,7 @@ def run_app() -> None:
         _become_the_app()
     st.set_page_config(page_title="SeqLens", page_icon="🔭", layout="wide")
     st.html(LAYOUT_CSS)
+    fetch_chart_library()
     # The title and, at its right, the language control, drawn first (see language_selector);
     # the title goes into its slot once the language is known.
     with st.container(horizontal=True, vertical_alignment="center", gap="medium"):

@@ -304,6 +304,49 @@ def image_format_choice() -> None:
     )
 
 
+# --- the chart library, fetched while the server still works on the first chart ---
+# Streamlit's browser code loads plotly (4.7 MB of JavaScript, 1-2.5 s to fetch and
+# evaluate here) only when the first chart arrives. On a fresh server the first visit
+# waits seconds for the models (imports, loading) before that chart is sent: the frame
+# asks the browser for the library as soon as the frame is drawn, so the browser evaluates
+# it meanwhile and draws the real charts as soon as they come. Streamlit loads its chart
+# code as one module of its own bundle; importing that module by the same address, from
+# where the bundle itself was loaded, gives the same module, so it is evaluated once.
+_CHART_LIBRARY_JS = """
+export default function ({ data }) {
+  const bundle = document.querySelector('script[type="module"][src*="/static/js/index."]');
+  if (!bundle || !data || !data.module) return;
+  import(new URL(data.module, bundle.src).href).catch(() => {});
+}
+"""
+_chart_library_loader = None
+# Its element is hidden by assets/styles/layout.css (.st-key-<key>): it takes no room.
+CHART_LIBRARY_KEY = "_chart_library"
+
+
+def plotly_module_name() -> str | None:
+    """The file name of the pinned Streamlit's plotly module ("PlotlyChart.<hash>.js"),
+    None if this Streamlit ships none (then nothing is fetched ahead)."""
+    static = Path(st.__file__).resolve().parent / "static" / "static" / "js"
+    found = sorted(static.glob("PlotlyChart.*.js"))
+    return found[0].name if len(found) == 1 else None
+
+
+def fetch_chart_library() -> None:
+    """Ask the browser for the chart library now, before any chart is drawn (see above).
+
+    An element of no height; nothing a visitor sends reaches it."""
+    global _chart_library_loader
+    module = plotly_module_name()
+    if module is None:
+        return
+    if _chart_library_loader is None:
+        _chart_library_loader = st.components.v2.component(
+            "seqlens_chart_library", js=_CHART_LIBRARY_JS
+        )
+    _chart_library_loader(key=CHART_LIBRARY_KEY, data={"module": module}, height=0)
+
+
 def show_chart(fig, key: str, *, summary: str | None = None, data: dict | None = None) -> None:
     """A chart, the one line that says what it shows, and its numbers to download.
 
@@ -376,7 +419,7 @@ def load_attention_model(key: str):
     from models.catalog import SHIPPED_KEY, Settings, model_folder
     from models.hf_models import AttentionModel
     from models.pretrained import PretrainedEncoder
-    from models.runtime import limit_threads, settle_heap
+    from models.runtime import limit_threads, settle_heap_after_run
 
     limit_threads()
     if key == SHIPPED_KEY:
@@ -385,7 +428,7 @@ def load_attention_model(key: str):
         choice = next(c for c in model_choices() if c.key == key)
         settings = Settings.from_env()
         model = AttentionModel(model_folder(choice, settings), settings.max_params)
-    settle_heap()
+    settle_heap_after_run()
     return model
 
 
@@ -488,7 +531,7 @@ def load_tokenizer():
 def load_transformer(positional: str = "sinusoidal", causal: bool = False, seed: int = 0):
     """One frozen random Transformer per (encoding, direction, seed), shared by every session:
     only ever read (no hooks, nothing stored on it)."""
-    from models.runtime import limit_threads, settle_heap
+    from models.runtime import limit_threads, settle_heap_after_run
     from models.transformer import Transformer, TransformerConfig
 
     limit_threads()
@@ -496,7 +539,7 @@ def load_transformer(positional: str = "sinusoidal", causal: bool = False, seed:
         d_vocab=load_tokenizer().vocab_size, positional=positional, causal=causal
     )
     model = Transformer(cfg, seed=seed)
-    settle_heap()
+    settle_heap_after_run()
     return model
 
 

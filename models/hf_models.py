@@ -24,19 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-# isort: off
 from models import offline  # noqa: F401  (sets the hub switches before transformers loads)
-from transformers import (
-    AttentionInterface,
-    AutoConfig,
-    AutoModel,
-    AutoModelForCausalLM,
-    AutoTokenizer,
-)
-from transformers.masking_utils import AttentionMaskInterface, eager_mask
-from transformers.utils import logging as hf_logging
-# isort: on
-
 from models.inputs import Note, Tokenized, tokenization_notes
 from models.model_files import ARCHITECTURES, ModelRefused, check_folder
 
@@ -72,8 +60,20 @@ def _eager_with_head_keep(module, query, key, value, attention_mask, **kwargs):
     return z, weights
 
 
-AttentionInterface.register(ABLATABLE_EAGER, _eager_with_head_keep)
-AttentionMaskInterface.register(ABLATABLE_EAGER, eager_mask)
+def _transformers():
+    """transformers, with our attention function registered under ABLATABLE_EAGER.
+
+    Imported when the first model is built, not with this module: it takes seconds on a
+    cold process (3.5 s here), and the attention page imports this module before it
+    draws anything; the frame and the sentence box need none of it.
+    """
+    import transformers
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    # Registering again replaces the entry with the same function: harmless.
+    transformers.AttentionInterface.register(ABLATABLE_EAGER, _eager_with_head_keep)
+    AttentionMaskInterface.register(ABLATABLE_EAGER, eager_mask)
+    return transformers
 
 
 class NoAttentionWeights(ModelRefused):
@@ -145,13 +145,14 @@ class AttentionModel:
     def __init__(self, path: Path, max_params: int | None = None):
         path = Path(path)
         check_folder(path, max_params)
-        hf_logging.set_verbosity_error()
-        config = AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+        hf = _transformers()
+        hf.logging.set_verbosity_error()
+        config = hf.AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
         self.cfg = attention_config(config)
-        self.tokenizer = AutoTokenizer.from_pretrained(
+        self.tokenizer = hf.AutoTokenizer.from_pretrained(
             path, local_files_only=True, trust_remote_code=False
         )
-        model_class = AutoModelForCausalLM if self.cfg.causal else AutoModel
+        model_class = hf.AutoModelForCausalLM if self.cfg.causal else hf.AutoModel
         self.model = model_class.from_pretrained(
             path,
             attn_implementation=ABLATABLE_EAGER,

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 _settled: set[str] = set()
 _settled_lock = threading.Lock()
 _first_run = threading.Lock()
+# Set by a loader that brought a model in: the next settle_heap_once settles, whatever page.
+_settle_asked = threading.Event()
 
 
 def limit_threads(n: int = 1) -> None:
@@ -43,17 +45,31 @@ def settle_heap() -> None:
     gc.freeze()
 
 
+def settle_heap_after_run() -> None:
+    """Ask for `settle_heap()` at the end of the current run, once the page is drawn.
+
+    For a loader that has just brought a model in: settling there (a full collection,
+    ~0.3 s with torch and transformers loaded) would keep the visitor's first charts
+    waiting; the frame's settle_heap_once at the end of the run does it instead.
+    """
+    _settle_asked.set()
+
+
 def settle_heap_once(name: str) -> bool:
-    """`settle_heap()` the first time `name` (a page) has run to its end in this process.
+    """`settle_heap()` the first time `name` (a page) has run to its end in this process,
+    or when a loader asked for it since the last settling (settle_heap_after_run).
 
     A page's first run imports what it needs lazily (plotly's validators, a model's
     modules) and fills the caches; settling then keeps all of that out of every later
     collection. Returns whether it settled now.
     """
     with _settled_lock:
-        if name in _settled:
-            return False
+        first = name not in _settled
         _settled.add(name)
+        asked = _settle_asked.is_set()
+        _settle_asked.clear()
+    if not (first or asked):
+        return False
     settle_heap()
     return True
 

@@ -61,6 +61,23 @@ def outside_requests(seen: list[tuple[str, str]]) -> list[str]:
     return bad
 
 
+def watch_chart_library(page) -> list[str]:
+    """In order of arrival: the address of each request for Streamlit's plotly module, and
+    "chart" for each chart figure the websocket brings."""
+    events: list[str] = []
+    page.on("request", lambda req: "/static/js/PlotlyChart." in req.url and events.append(req.url))
+
+    def on_websocket(ws) -> None:
+        def on_frame(payload) -> None:
+            if isinstance(payload, bytes) and b'"layout"' in payload:
+                events.append("chart")
+
+        ws.on("framereceived", on_frame)
+
+    page.on("websocket", on_websocket)
+    return events
+
+
 def wait_until_idle(page, timeout: int = RERUN_TIMEOUT_MS) -> None:
     """No script run in progress, no stale (greyed) element, no spinner."""
     page.wait_for_function(
@@ -197,9 +214,18 @@ def test_deep_link_as_first_visit_to_a_fresh_server_opens_the_lesson(
 ):
     base = fresh_app_server
     seen = record_requests(page, base, request_log, f"deep-link-{lesson.url_path}")
+    library = watch_chart_library(page)
     page.goto(f"{base}/{lesson.url_path}?sentence={quote(DEEP_LINK_SENTENCE)}")
     wait_for_charts(page)
     wait_until_idle(page)
+
+    # The frame asked for the chart library, and the charts used that very module: one
+    # address requested (a second would be plotly fetched and evaluated twice).
+    assert len({event for event in library if event != "chart"}) == 1, library
+    if lesson.url_path == "heads":
+        # A fresh server loads the pretrained model (seconds) before the first chart:
+        # the library is on its way before that chart is.
+        assert library.index("chart") > 0, library
 
     # The frame's navigation, not Streamlit's legacy listing of pages/ (which links /home).
     links = page.locator(NAV_LINKS)

@@ -245,3 +245,25 @@ def test_shipped_style_sheets_load_nothing_and_run_nothing():
         text = sheet.read_text(encoding="utf-8").lower()
         for bad in ("url(", "@import", "<", "expression(", "javascript:"):
             assert bad not in text, (sheet.name, bad)
+
+
+def test_the_chart_library_asked_for_ahead_is_the_module_streamlit_loads_for_charts():
+    """The frame asks the browser for Streamlit's plotly module by its file name
+    (components/widgets.py, fetch_chart_library); it must be the very module Streamlit's
+    bundle loads for a chart, at the same address, or plotly would be loaded twice. Fails
+    when the pinned Streamlit changes how it ships its chart code."""
+    import streamlit
+
+    from components.widgets import CHART_LIBRARY_KEY, plotly_module_name
+
+    name = plotly_module_name()
+    assert name is not None, "no single PlotlyChart.*.js in Streamlit's static files"
+    static = Path(streamlit.__file__).resolve().parent / "static"
+    index_html = (static / "index.html").read_text(encoding="utf-8")
+    [bundle] = re.findall(
+        r'<script type="module"[^>]*src="\./static/js/(index\.[^"]+\.js)"', index_html
+    )
+    bundle_js = (static / "static" / "js" / bundle).read_text(encoding="utf-8")
+    assert f"import(`./{name}`)" in bundle_js
+    layout = (REPO_ROOT / "assets" / "styles" / "layout.css").read_text(encoding="utf-8")
+    assert f".st-key-{CHART_LIBRARY_KEY} " in layout, "the element asking for it takes no room"

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -254,6 +257,20 @@ def test_an_offline_hub_offers_nothing(monkeypatch):
     monkeypatch.setattr(catalog, "hub_online", lambda: False)
     on = Settings.from_env({"SEQLENS_ALLOW_HUB": "1", "SEQLENS_HUB_MODELS": "org/model"})
     assert catalog.hub_choices(on, set()) == []
+
+
+def test_the_attention_page_imports_its_models_module_without_transformers():
+    """transformers (seconds to import on a fresh server) loads with the first model, so
+    the attention page draws its frame and sentence box before it (models/hf_models.py)."""
+    code = (
+        "import sys; import models.pretrained, models.hf_models, models.ablation; "
+        "print('transformers' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
 
 
 def test_the_hub_libraries_are_told_to_stay_offline():

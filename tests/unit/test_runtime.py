@@ -63,6 +63,19 @@ def test_settle_heap_once_settles_a_name_only_the_first_time(monkeypatch):
     assert len(calls) == 2
 
 
+def test_a_loader_asking_to_settle_gets_one_settling_at_the_end_of_the_run(monkeypatch):
+    calls = []
+    monkeypatch.setattr(runtime, "settle_heap", lambda: calls.append(1))
+    monkeypatch.setattr(runtime, "_settled", {"heads"})
+    monkeypatch.setattr(runtime, "_settle_asked", threading.Event())
+    assert runtime.settle_heap_once("heads") is False
+    runtime.settle_heap_after_run()  # a model was loaded during this run
+    assert calls == []  # nothing settles inside the loader, before the page is drawn
+    assert runtime.settle_heap_once("heads") is True
+    assert runtime.settle_heap_once("heads") is False
+    assert calls == [1]
+
+
 def _overlapped(name: str) -> bool:
     """Whether two threads were inside `first_runs_in_turn(name)` at the same time."""
     inside, release = threading.Event(), threading.Event()
