@@ -13,7 +13,7 @@ import numpy as np
 from components.figure import PlainFigure, figure
 from components.labels import head_label
 from components.margins import above_slanted, beside_axis, colorbar_px, slanted_overhang
-from components.palette import ATTENTION_COLORSCALE, HIGHLIGHT, png_data_uri, weights_to_rgb
+from components.palette import ATTENTION_COLORSCALE, HIGHLIGHT, png_data_uri, weights_to_indices
 
 _FONT = dict(size=14)
 # Up to this many tokens every tick is labelled; past it plotly thins them to fit.
@@ -96,9 +96,9 @@ def all_heads_figure(
     gap = max(1, n // 12)
     cell = n
     pitch = cell + gap
-    rgb = weights_to_rgb(composite_image(patterns, 1, gap))
-    smooth = "fast" if rgb.shape[1] > _SHARP_UP_TO_PX else False
-    image = dict(type="image", source=png_data_uri(rgb), hoverinfo="skip", zsmooth=smooth)
+    pixels = weights_to_indices(composite_image(patterns, 1, gap))
+    smooth = "fast" if pixels.shape[1] > _SHARP_UP_TO_PX else False
+    image = dict(type="image", source=png_data_uri(pixels), hoverinfo="skip", zsmooth=smooth)
 
     # Pixel i is centred on coordinate i, so a tile starting at pixel a spans
     # [a − ½, a + cell − ½].

@@ -20,7 +20,13 @@ from components.attention import (
     token_focus_figure,
 )
 from components.labels import head_label, token_labels
-from components.palette import ATTENTION_COLORSCALE, GAP_RGB, png_data_uri, weights_to_rgb
+from components.palette import (
+    ATTENTION_COLORSCALE,
+    ATTENTION_PALETTE,
+    GAP_RGB,
+    png_data_uri,
+    weights_to_indices,
+)
 
 PNG_PREFIX = "data:image/png;base64,"
 
@@ -320,7 +326,11 @@ def test_a_single_statistic_fills_the_width(rng):
 # --- palette -----------------------------------------------------------------------------
 
 
-def test_weights_to_rgb_maps_ends_of_the_scale_and_gaps():
+def weights_to_rgb(values: np.ndarray) -> np.ndarray:
+    return ATTENTION_PALETTE[weights_to_indices(values)]
+
+
+def test_weights_map_to_the_ends_of_the_scale_and_gaps_to_the_gap_colour():
     values = np.array([[0.0, 1.0], [np.nan, 0.5]])
     rgb = weights_to_rgb(values)
     assert rgb.shape == (2, 2, 3) and rgb.dtype == np.uint8
@@ -333,9 +343,14 @@ def test_weights_to_rgb_maps_ends_of_the_scale_and_gaps():
     np.testing.assert_array_equal(weights_to_rgb(np.array([-0.5, 1.5])), rgb[0])
 
 
+def test_255_levels_neighbouring_weights_differ_by_at_most_one_level():
+    index = weights_to_indices(np.linspace(0.0, 1.0, 10_001)).astype(int)
+    assert index[0] == 0 and index[-1] == 254 and set(np.diff(index)) <= {0, 1}
+
+
 def test_png_data_uri_round_trips_the_pixels(rng):
-    rgb = rng.integers(0, 256, size=(7, 11, 3), dtype=np.uint8)
-    np.testing.assert_array_equal(decode_png(png_data_uri(rgb)), rgb)
+    indices = rng.integers(0, 256, size=(7, 11), dtype=np.uint8)
+    np.testing.assert_array_equal(decode_png(png_data_uri(indices)), ATTENTION_PALETTE[indices])
 
 
 def test_every_token_is_labelled_up_to_64_tokens_and_thinned_past_it():

@@ -10,7 +10,7 @@ import pytest
 from plotly.colors import qualitative
 
 from components.ablation import next_token_figure, token_similarity_figure
-from components.palette import CATEGORICAL, weights_to_rgb
+from components.palette import ATTENTION_PALETTE, CATEGORICAL, weights_to_indices
 from components.positional import SCHEME_COLORS
 from components.recurrent import MODEL_COLORS
 
@@ -95,6 +95,6 @@ def test_the_check_rejects_plotlys_default_red_and_green():
 
 def test_attention_weights_get_darker_as_they_grow():
     """One hue, light to dark: the order reads without telling hues apart."""
-    rgb = weights_to_rgb(np.linspace(0, 1, 11)).astype(float)
+    rgb = ATTENTION_PALETTE[weights_to_indices(np.linspace(0, 1, 11))].astype(float)
     lightness = rgb @ np.array([0.2126, 0.7152, 0.0722])
     assert np.all(np.diff(lightness) < 0)
