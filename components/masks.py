@@ -38,11 +38,9 @@ def _layout(title: str, height: int, top: int, xaxis: dict, yaxis: dict, **optio
 
 def _with_gaps(values: np.ndarray, hidden: np.ndarray) -> list[list[float | None]]:
     """Rows of numbers with None where hidden: plotly leaves those cells empty."""
-    rounded = np.where(hidden, 0.0, values).astype(np.float64)
-    return [
-        [None if gap else float(v) for v, gap in zip(row, gaps, strict=True)]
-        for row, gaps in zip(rounded, hidden, strict=True)
-    ]
+    cells = np.asarray(values, dtype=np.float64).astype(object)  # Python floats
+    cells[np.asarray(hidden, dtype=bool)] = None
+    return cells.tolist()
 
 
 def shape_text(array: np.ndarray) -> str:

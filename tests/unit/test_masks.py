@@ -133,6 +133,12 @@ def test_causal_leakage_is_exactly_zero_and_bidirectional_is_not(encoder):
         assert (causal[:position] == 0).all()  # bit for bit, not merely small
         assert (none[:position] > 1e-3).all()
         assert causal[position] > 1e-3 and none[position] > 1e-3
+    # The same numbers as the traced runs the step-by-step section draws from.
+    edited = [*TOKENS[:3], 11, *TOKENS[4:]]
+    allowed = masks.allowed_mask("none", n)
+    (before, _), (after, _) = (masks.run_masked(encoder, ids, allowed) for ids in (TOKENS, edited))
+    traced = np.abs(after - before).max(axis=1)
+    np.testing.assert_allclose(masks.leakage(encoder, TOKENS, 3, 11, allowed), traced, atol=1e-6)
 
 
 def test_causal_mask_gives_the_same_as_the_built_in_decoder():
