@@ -17,6 +17,7 @@ the result is exactly transformers' eager attention.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,19 +61,26 @@ def _eager_with_head_keep(module, query, key, value, attention_mask, **kwargs):
     return z, weights
 
 
+_transformers_lock = threading.Lock()
+
+
 def _transformers():
     """transformers, with our attention function registered under ABLATABLE_EAGER.
 
     Imported when the first model is built, not with this module: it takes seconds on a
     cold process (3.5 s here), and the attention page imports this module before it
-    draws anything; the frame and the sentence box need none of it.
+    draws anything; the frame and the sentence box need none of it. One thread at a
+    time: transformers resolves its names lazily, and a second thread asking for one
+    while the first is still importing it got a half-made module ("module
+    'transformers' has no attribute 'AttentionInterface'").
     """
-    import transformers
-    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+    with _transformers_lock:
+        import transformers
+        from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
-    # Registering again replaces the entry with the same function: harmless.
-    transformers.AttentionInterface.register(ABLATABLE_EAGER, _eager_with_head_keep)
-    AttentionMaskInterface.register(ABLATABLE_EAGER, eager_mask)
+        # Registering again replaces the entry with the same function: harmless.
+        transformers.AttentionInterface.register(ABLATABLE_EAGER, _eager_with_head_keep)
+        AttentionMaskInterface.register(ABLATABLE_EAGER, eager_mask)
     return transformers
 
 

@@ -273,6 +273,31 @@ def test_the_attention_page_imports_its_models_module_without_transformers():
     assert out.stdout.strip() == "False"
 
 
+def test_models_built_at_once_in_several_threads_all_find_transformers_whole():
+    """Two visitors' first models on a fresh process: transformers is imported once, by one
+    thread, while the others wait (without the lock, 1 run in 2 failed here)."""
+    code = """
+import threading
+import models.hf_models as hf
+errors, start = [], threading.Barrier(8)
+def build():
+    start.wait()
+    try:
+        hf._transformers().AutoConfig
+    except Exception as error:
+        errors.append(repr(error))
+threads = [threading.Thread(target=build) for _ in range(8)]
+[thread.start() for thread in threads]
+[thread.join() for thread in threads]
+print(errors)
+"""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
 def test_the_hub_libraries_are_told_to_stay_offline():
     import os
 
