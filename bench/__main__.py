@@ -285,7 +285,7 @@ def measure_app(
             with Server(script=app.script) as srv:
                 srv.wait_healthy()
                 return browser.first_chart_s(
-                    br, srv.base_url, srv.started_at, mk.make(SHORT), app.path
+                    br, srv.base_url, srv.started_wall, mk.make(SHORT), app.path
                 )
 
         attempt("cold_browser", cold_browser)

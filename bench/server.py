@@ -105,7 +105,8 @@ class Server:
     """One `streamlit run app.py` (or another script) process in its own process group.
 
     `started_at` is time.monotonic() just before the process was created, so
-    "process start → first chart" can be measured from it.
+    "process start → first chart" can be measured from it; `started_wall` is time.time()
+    then, for a clock read inside a browser page.
     """
 
     def __init__(
@@ -122,6 +123,7 @@ class Server:
         self.env = env or {}
         self.proc: subprocess.Popen | None = None
         self.started_at = 0.0
+        self.started_wall = 0.0  # time.time() at the same moment, for a browser's clock
 
     @property
     def base_url(self) -> str:
@@ -153,6 +155,7 @@ class Server:
         env = dict(os.environ, PYTHONUNBUFFERED="1", **self.env)
         with open(self.log_path, "w", encoding="utf-8") as log:
             self.started_at = time.monotonic()
+            self.started_wall = time.time()
             self.proc = subprocess.Popen(  # noqa: S603 - fixed command, our own interpreter
                 cmd,
                 cwd=REPO_ROOT,
