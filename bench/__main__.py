@@ -34,7 +34,7 @@ from bench.load import (
 )
 from bench.sentences import SentenceMaker, chart_labels, minilm_tokens
 from bench.server import RESULTS_DIR, RssSampler, Server, active_sessions
-from models.inputs import SENTENCE_PAUSE_MS
+from models.inputs import BUSY_PAUSE_MS, SENTENCE_PAUSES_MS
 
 SHORT, LONG = 20, 128  # tokens, [CLS] and [SEP] included
 # Pages whose first view shows trained weights on their task's own sequence: the link that
@@ -219,10 +219,12 @@ def visitors_at_once(
     app: App,
     args: argparse.Namespace,
     mk: SentenceMaker,
+    typed: bool = False,
     live_pause_s: float | None = None,
 ):
-    """Every visitor at once. With `live_pause_s`, each types its sentences' last keys
-    key by key into a box with that live pause, and latency is last key → answer."""
+    """Every visitor at once. `typed`: each types its sentences' last keys key by key
+    into a box with `live_pause_s` (None: the pause the page sets), and latency is last
+    key → answer."""
     sentences = [[mk.make(SHORT) for _ in range(args.sentences)] for _ in range(args.visitors)]
     # A browser waits for its rerun however long it takes: only the limit cuts.
     plan = LoadPlan(
@@ -231,13 +233,14 @@ def visitors_at_once(
         send_window_s=args.load_s,
         hard_limit_s=args.load_s,
         rerun_timeout_s=args.load_s,
+        typed=typed,
         live_pause_s=live_pause_s,
     )
     rss_before = srv.rss()
     with RssSampler(srv.pid) as sampler:
         report = run_load(srv.port, sentences, plan)
     time.sleep(2)
-    lat = report.latencies if live_pause_s is None else report.last_key_latencies
+    lat = report.last_key_latencies if typed else report.latencies
     errors = report.errors
     err_text = f"{len(errors)}"
     if errors:
@@ -309,15 +312,29 @@ def measure_app(
                 lambda: typing_runs(br, app, srv.base_url, mk, args.n_typing, args.n_typing),
             )
         attempt("load", lambda: visitors_at_once(srv, app, args, mk))
-        if app is SEQLENS:
-            for pause_ms in args.live_pauses:
-                attempt(
-                    f"load_live:{pause_ms}",
-                    lambda p=pause_ms: visitors_at_once(srv, app, args, mk, p / 1000),
-                )
     finally:
         srv.stop()
+    if app is SEQLENS:
+        for pause_ms in args.live_pauses:
+            attempt(f"load_live:{pause_ms}", lambda p=pause_ms: typed_load(app, args, mk, p))
     return got
+
+
+PAUSES = (
+    ", ".join(f"{ms} ms up to {most} visitors" for most, ms in SENTENCE_PAUSES_MS)
+    + f", {BUSY_PAUSE_MS} ms beyond"
+)
+
+
+def typed_load(app: App, args: argparse.Namespace, mk: SentenceMaker, pause_ms: int):
+    """The visitors typing key by key, on a fresh server warmed by one visit: a load
+    before it would leave cut-short reruns behind. `pause_ms` 0: the page's own pause."""
+    with Server(script=app.script) as srv:
+        srv.wait_healthy()
+        server_work(srv.port, app.path, 1, mk, SHORT, app)
+        return visitors_at_once(
+            srv, app, args, mk, typed=True, live_pause_s=pause_ms / 1000 or None
+        )
 
 
 def ws_first_chart(srv: Server, mk: SentenceMaker) -> tuple[float, Rerun]:
@@ -538,11 +555,11 @@ def add_rows(rows, ours, peer, bertviz, gc_text, args, why_no_browser) -> None:
         ]
     for pause_ms in args.live_pauses:
         live = ours.get(f"load_live:{pause_ms}")
-        chosen = " (the app's)" if pause_ms == SENTENCE_PAUSE_MS else ""
+        pause = f"live pause {pause_ms} ms" if pause_ms else f"the page's own live pause ({PAUSES})"
         what = (
             title + f"the last {LoadPlan.typed_keys} keys of each typed key by key "
-            f"({LoadPlan.key_gap_s[0]:.2f}–{LoadPlan.key_gap_s[1]:.2f} s apart), "
-            f"live pause {pause_ms} ms{chosen}: "
+            f"({LoadPlan.key_gap_s[0]:.2f}–{LoadPlan.key_gap_s[1]:.2f} s apart, on a fresh "
+            f"server), {pause}: "
         )
         if not isinstance(live, LoadResult):
             rows.append(Row(what + "load", failed(live)))
@@ -599,8 +616,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--live-pauses",
         type=lambda text: [int(x) for x in text.split(",") if x],
-        default=sorted({250, SENTENCE_PAUSE_MS}),
-        help="live pauses (ms, comma-separated) for the load typed key by key; empty to skip",
+        default=[0],
+        help="live pauses (ms, comma-separated; 0: the page's own) for the load typed key "
+        "by key; empty to skip",
     )
     p.add_argument("--sentences", type=int, default=5, help="sentences per visitor")
     p.add_argument("--load-s", type=float, default=60.0, help="the load's time limit")

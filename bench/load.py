@@ -124,6 +124,8 @@ class Session:
         self.unanswered = False
         self.page_script_hash = ""
         self.sentence_widget_id: str | None = None
+        # The sentence box's live pause as the page last sent it (seconds), if any.
+        self.live_pause_s: float | None = None
         self.query: dict[str, str] = {}
         self._app_error = _error_message()
         self.connected_at = 0.0
@@ -301,6 +303,8 @@ class Session:
             run.charts[chart_key(el.plotly_chart.id)] = el.plotly_chart.spec
         elif kind == "text_input" and el.text_input.query_param_key == SENTENCE_KEY:
             self.sentence_widget_id = el.text_input.id
+            if el.text_input.HasField("live_debounce_ms"):
+                self.live_pause_s = el.text_input.live_debounce_ms / 1000.0
         elif kind == "text":
             run.texts.append(el.text.body)
         elif kind == "alert":
@@ -375,9 +379,11 @@ class LoadPlan:
     seed: int = 0
     # Whether answers are checked by their token charts (default: on the heads page).
     token_charts: bool | None = None
-    # None: each sentence arrives whole (one rerun). A pause: the last `typed_keys` of
-    # each sentence after the first are typed key by key, `key_gap_s` apart, into a box
-    # that commits after that pause (heads page only: answers are told by their charts).
+    # False: each sentence arrives whole (one rerun). True: the last `typed_keys` of each
+    # sentence after the first are typed key by key, `key_gap_s` apart, into a box that
+    # commits after `live_pause_s`, or after the pause the page itself sets when that is
+    # None (heads page only: answers are told by their charts).
+    typed: bool = False
     live_pause_s: float | None = None
     typed_keys: int = 12
     key_gap_s: tuple[float, float] = (0.08, 0.45)
@@ -415,10 +421,11 @@ async def visitor(
                 )
                 if i == 0:
                     run = await session.open_page(plan.page, sentence)
-                elif plan.live_pause_s is not None:
+                elif plan.typed:
                     typed_from = max(0, len(sentence) - plan.typed_keys)
                     gaps = [rng.uniform(*plan.key_gap_s) for _ in sentence[typed_from + 1 :]]
-                    run = await session.type_live(sentence, typed_from, gaps, plan.live_pause_s)
+                    pause = plan.live_pause_s or session.live_pause_s or 0.25
+                    run = await session.type_live(sentence, typed_from, gaps, pause)
                 else:
                     run = await session.type_sentence(sentence)
                 if run.ok:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -20,13 +21,13 @@ from components.i18n import LANGUAGES, t, using_language
 from components.labels import markdown_literal
 from components.projector import for_projector
 from models.inputs import (
-    SENTENCE_PAUSE_MS,
     Note,
     PreparedText,
     parse_choice,
     parse_choices,
     parse_number,
     prepare_sentence,
+    sentence_pause_ms,
 )
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -52,6 +53,27 @@ def _apply_preset() -> None:
     st.session_state["preset"] = None
 
 
+# When each visitor's page last ran (session id → time.monotonic()): how busy the server is.
+_LAST_RUN: dict[str, float] = {}
+_LAST_RUN_LOCK = threading.Lock()
+ACTIVE_WINDOW_S = 20.0
+
+
+def visitors_answered(now: float | None = None) -> int:
+    """Visitors whose page ran in the last ACTIVE_WINDOW_S seconds, this one included."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    now = time.monotonic() if now is None else now
+    ctx = get_script_run_ctx()
+    with _LAST_RUN_LOCK:
+        if ctx is not None:
+            _LAST_RUN[ctx.session_id] = now
+        for session, at in list(_LAST_RUN.items()):
+            if now - at > ACTIVE_WINDOW_S:
+                del _LAST_RUN[session]
+        return len(_LAST_RUN)
+
+
 def sentence_box(lesson: str = "") -> None:
     """The shared sentence: live as the visitor types, kept across pages and in the URL.
 
@@ -63,7 +85,7 @@ def sentence_box(lesson: str = "") -> None:
         t("app.sentence_label"),
         value=DEFAULT_SENTENCE,
         key=SENTENCE_KEY,
-        live=f"{SENTENCE_PAUSE_MS}ms",
+        live=f"{sentence_pause_ms(visitors_answered())}ms",
         bind="query-params",
         help=t("app.sentence_help"),
     )

@@ -13,9 +13,20 @@ from dataclasses import dataclass, field
 
 MAX_CHARS = 2000
 # How long the sentence box waits after a key before it commits (Streamlit's default is
-# 250 ms). Shorter answers sooner; it costs more reruns while someone types, since a key
-# that follows a commit cuts that rerun short (docs/PERFORMANCE.md, `python -m bench`).
-SENTENCE_PAUSE_MS = 120
+# 250 ms), by how many visitors the server is answering. A short pause answers one
+# visitor sooner, but every pause between two keys then sends a commit, and on a busy
+# server each commit's rerun is mostly wasted work (the next key cuts it short). 40
+# visitors typing at once on 2 cores, last key → answer: 12.2 s with 120 ms, 8.4 s with
+# 250 ms, 5.1 s with 400 ms (docs/PERFORMANCE.md, `python -m bench`).
+SENTENCE_PAUSES_MS = ((3, 120), (10, 250))  # (up to this many visitors, pause)
+BUSY_PAUSE_MS = 400
+
+
+def sentence_pause_ms(visitors: int) -> int:
+    """The sentence box's live pause while `visitors` visitors are being answered."""
+    return next((ms for most, ms in SENTENCE_PAUSES_MS if visitors <= most), BUSY_PAUSE_MS)
+
+
 # The unknown token of both tokenizers SeqLens runs (BERT's WordPiece and its own).
 UNKNOWN = "[UNK]"
 

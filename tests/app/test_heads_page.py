@@ -127,6 +127,14 @@ def test_invalid_layer_and_head_in_the_link_fall_back_to_valid_ones():
     assert len(chart_specs(at)) == 4
 
 
+def test_one_visitor_gets_the_short_live_pause(monkeypatch):
+    from components import widgets
+
+    monkeypatch.setattr(widgets, "_LAST_RUN", {})  # no other test's sessions
+    at = open_lesson("heads", "The cat sat")
+    assert at.text_input(key="sentence").proto.live_debounce_ms == 120
+
+
 def test_preset_fills_the_sentence_box():
     at = open_lesson("heads")
     preset = at.selectbox(key="preset")

@@ -165,6 +165,7 @@ def test_visitors_typing_key_by_key_get_the_answer_for_their_whole_sentence(serv
             hard_limit_s=60,
             rerun_timeout_s=60,
             connect_timeout_s=60,
+            typed=True,
             live_pause_s=0.05,
             key_gap_s=(0.06, 0.2),
         ),
