@@ -9,7 +9,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 import numpy as np
@@ -341,32 +341,32 @@ export default function ({ data }) {
   import(new URL(data.module, bundle.src).href).catch(() => {});
 }
 """
-_chart_library_loader = None
 # Its element is hidden by assets/styles/layout.css (.st-key-<key>): it takes no room.
 CHART_LIBRARY_KEY = "_chart_library"
 
 
+@cache
 def plotly_module_name() -> str | None:
     """The file name of the pinned Streamlit's plotly module ("PlotlyChart.<hash>.js"),
-    None if this Streamlit ships none (then nothing is fetched ahead)."""
+    None if this Streamlit ships none (then nothing is fetched ahead). Looked up once per
+    process: the frame asks for it on every rerun."""
     static = Path(st.__file__).resolve().parent / "static" / "static" / "js"
     found = sorted(static.glob("PlotlyChart.*.js"))
     return found[0].name if len(found) == 1 else None
+
+
+@cache
+def _chart_library_loader():
+    return st.components.v2.component("seqlens_chart_library", js=_CHART_LIBRARY_JS)
 
 
 def fetch_chart_library() -> None:
     """Ask the browser for the chart library now, before any chart is drawn (see above).
 
     An element of no height; nothing a visitor sends reaches it."""
-    global _chart_library_loader
     module = plotly_module_name()
-    if module is None:
-        return
-    if _chart_library_loader is None:
-        _chart_library_loader = st.components.v2.component(
-            "seqlens_chart_library", js=_CHART_LIBRARY_JS
-        )
-    _chart_library_loader(key=CHART_LIBRARY_KEY, data={"module": module}, height=0)
+    if module is not None:
+        _chart_library_loader()(key=CHART_LIBRARY_KEY, data={"module": module}, height=0)
 
 
 def show_chart(fig, key: str, *, summary: str | None = None, data: dict | None = None) -> None:
