@@ -180,9 +180,7 @@ class Session:
         """What the browser sends when the visitor has typed `sentence` in the box."""
         if self.sentence_widget_id is None:
             raise RuntimeError("open a page first: the sentence box's id is not known yet")
-        msg = BackMsg()
-        msg.ParseFromString(self._typed(sentence))
-        return await self._rerun(msg, sentence)
+        return await self._rerun(self._typed(sentence), sentence)
 
     async def type_live(
         self, sentence: str, typed_from: int, gaps_s: list[float], pause_s: float
@@ -208,7 +206,7 @@ class Session:
                 await asyncio.sleep(max(0.0, started + at - time.monotonic()))
                 run.sent_at = time.monotonic()
                 run.commits += 1
-                await self.ws.send(self._typed(sentence[: typed_from + typed]))
+                await self.ws.send(self._typed(sentence[: typed_from + typed]).SerializeToString())
             await asyncio.wait_for(asyncio.shield(answer), self.rerun_timeout_s)
             if not run.error:
                 run.last_key_s = run.sent_at + run.latency_s - last_key
@@ -221,7 +219,8 @@ class Session:
             answer.cancel()
         return run
 
-    def _typed(self, text: str) -> bytes:
+    def _typed(self, text: str) -> BackMsg:
+        """The rerun a browser asks for when the sentence box holds `text`."""
         self.query[SENTENCE_KEY] = text
         msg = BackMsg()
         msg.rerun_script.query_string = urlencode(self.query)
@@ -229,7 +228,7 @@ class Session:
         widget = msg.rerun_script.widget_states.widgets.add()
         widget.id = self.sentence_widget_id
         widget.string_value = text
-        return msg.SerializeToString()
+        return msg
 
     async def _answer_for(self, sentence: str, final: Rerun) -> None:
         """Read runs until one shows `sentence` on its token charts; fill `final` with it."""
