@@ -20,6 +20,7 @@ serve many threads. Every hidden-to-hidden matrix (`W_hh`; `W_hi, W_hf, W_ho, W_
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -252,7 +253,14 @@ def _sigmoid(a: np.ndarray) -> np.ndarray:
 
 
 def readout(num_hiddens: int, seed: int = 0) -> torch.Tensor:
-    """A fixed random unit vector u: the loss is L = u · H_τ (or u · output_τ)."""
+    """A fixed random unit vector u: the loss is L = u · H_τ (or u · output_τ). A fresh
+    copy each call: the caller may change it."""
+    return _readout(num_hiddens, seed).clone()
+
+
+@functools.cache
+def _readout(num_hiddens: int, seed: int) -> torch.Tensor:
+    # Drawn once per size: every rerun of the lesson asks for it four times.
     generator = torch.Generator().manual_seed(10_000 + seed)
     u = torch.randn(num_hiddens, generator=generator, dtype=torch.float64)
     return (u / u.norm()).to(torch.float32)

@@ -166,6 +166,8 @@ def test_readout_is_a_fixed_unit_vector():
     u = readout(64)
     assert float(u.norm()) == pytest.approx(1.0, abs=1e-6)
     assert torch.equal(u, readout(64))
+    u.zero_()  # a caller's copy: changing it changes no later readout
+    assert float(readout(64).norm()) == pytest.approx(1.0, abs=1e-6)
 
 
 @pytest.mark.parametrize(
