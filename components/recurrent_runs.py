@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import streamlit as st
-import torch
 
 from components.widgets import load_checkpoint, load_recurrent, load_transformer
 from models import gradient_flow as gf
@@ -42,14 +41,6 @@ def _model(cell: str, d_in: int, s: dict, folder: str):
     )
 
 
-def _inputs(ids: tuple[int, ...] | None, length: int) -> torch.Tensor:
-    """The constructed weights' inputs: the sentence's token vectors, or a synthetic sequence."""
-    transformer = load_transformer()
-    if ids is None:
-        return gf.synthetic_inputs(length, transformer.cfg.d_model)
-    return transformer.W_E[torch.tensor(ids, dtype=torch.long)].detach()
-
-
 @st.cache_data(max_entries=16, show_spinner=False)
 def flows(
     ids: tuple[int, ...] | None, length: int, tau: int, s: dict, spectra: bool, folder: str
@@ -60,7 +51,7 @@ def flows(
     task's example."""
     out = {}
     if s["weights"] == CONSTRUCTED:
-        X = _inputs(ids, length)
+        X = gf.lesson_inputs(load_transformer(), ids, length)
         for name, cell in CELLS.items():
             model = _model(cell, X.shape[1], s, folder)
             out[name] = gf.recurrent_gradient_flow(model, X, tau, spectra=spectra)
@@ -91,5 +82,4 @@ def linear_orthogonal(length: int, tau: int, num_hiddens: int, radius: float) ->
         init="orthogonal",
         radius=radius,
     )
-    X = torch.zeros(length, d_in)
-    return gf.recurrent_gradient_flow(model, X, tau)["grad_H"]
+    return gf.input_free_grad_H(model, length, tau)

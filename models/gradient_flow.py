@@ -104,6 +104,14 @@ def synthetic_inputs(n_steps: int, num_inputs: int, seed: int = 0) -> torch.Tens
     return torch.randn(n_steps, num_inputs, generator=generator)
 
 
+def lesson_inputs(transformer, ids: tuple[int, ...] | None, n_steps: int) -> torch.Tensor:
+    """What the lesson's constructed weights read: the Transformer's token vectors
+    `W_E[ids]` for a sentence, or a synthetic sequence of `n_steps` when `ids` is None."""
+    if ids is None:
+        return synthetic_inputs(n_steps, transformer.cfg.d_model)
+    return transformer.W_E[torch.tensor(ids, dtype=torch.long)].detach()
+
+
 # --- gradients ---------------------------------------------------------------------------------
 
 
@@ -423,6 +431,13 @@ def trace_jacobian_norms(
 
 
 # --- theory and clipping -----------------------------------------------------------------------
+
+
+def input_free_grad_H(model: Recurrent, n_steps: int, tau: int) -> np.ndarray:
+    """‖∂L/∂H_t‖ measured on zero inputs of `n_steps`: for a linear RNN it reads no input
+    (∂L/∂H_t = u·W_hhᵀ^(τ−t)), so these are its numbers for any sequence of that length."""
+    X = torch.zeros(n_steps, model.cfg.num_inputs)
+    return recurrent_gradient_flow(model, X, tau)["grad_H"]
 
 
 def linear_orthogonal_theory(radius: float, tau: int) -> np.ndarray:

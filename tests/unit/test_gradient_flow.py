@@ -351,8 +351,14 @@ def test_a_linear_rnns_gradient_does_not_depend_on_its_inputs():
     length: ∂L/∂H_t = u·W_hhᵀ^(τ−t) reads no input, so any inputs give the same numbers."""
     model = _model(n_in=8, n_h=32, activation="linear", init="orthogonal", radius=1.1)
     sentence_like = gf.synthetic_inputs(25, 8, seed=7) * 3.0
-    zeros = torch.zeros(25, 8)
     np.testing.assert_array_equal(
         gf.recurrent_gradient_flow(model, sentence_like, 20)["grad_H"],
-        gf.recurrent_gradient_flow(model, zeros, 20)["grad_H"],
+        gf.input_free_grad_H(model, 25, 20),
     )
+
+
+def test_the_lessons_inputs_are_the_token_vectors_or_a_synthetic_sequence():
+    model = Transformer(TransformerConfig(d_vocab=11, d_model=8, n_heads=2, d_mlp=16))
+    X = gf.lesson_inputs(model, (3, 0, 3, 10), 4)
+    assert torch.equal(X, model.W_E[[3, 0, 3, 10]]) and not X.requires_grad
+    assert torch.equal(gf.lesson_inputs(model, None, 6), gf.synthetic_inputs(6, 8))
