@@ -106,7 +106,9 @@ def step_heatmap(
                 colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]],
                 showscale=False,
                 # Text only on the masked cells: plotly writes text on empty cells too.
-                text=np.where(hidden, masked_text, "").tolist(),
+                # None where no cell carries text: the hover names the mask by itself, and
+                # the strings would be most of a large chart's bytes.
+                text=np.where(hidden, masked_text, "").tolist() if small else None,
                 texttemplate="%{text}" if small else None,
                 textfont=dict(color="white", size=10),
                 hovertemplate=f"%{{y}} · %{{x}}<br>{masked_text}<extra></extra>",

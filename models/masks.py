@@ -17,6 +17,7 @@ Kinds:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -148,13 +149,30 @@ def leakage(
 ) -> np.ndarray:
     """Change token `position` to `new_id`: max |Δ output| at every position, with `allowed`
     in every block. Under a causal mask every entry before `position` is exactly 0."""
+    return leakages(model, ids, position, new_id, [allowed])[0]
+
+
+def leakages(
+    model: Transformer,
+    ids: list[int],
+    position: int,
+    new_id: int,
+    alloweds: Sequence[np.ndarray],
+) -> list[np.ndarray]:
+    """`leakage` under each mask of `alloweds`, from two runs in all: the sentence under
+    every mask at once (one row of a batch per mask), then the edited sentence the same
+    way. Row b of both runs is computed by the same kernels on the same shapes, so an
+    output that does not depend on the edit comes out bit-identical, which the exact zeros
+    rest on (one run holding both sentences would give no such guarantee)."""
     if not 0 <= position < len(ids):
         raise ValueError(f"position {position} is outside the sentence")
     edited = list(ids)
     edited[position] = new_id
-    # Two separate runs of the same shape, not one batch: the same kernels on the same
-    # rows give bit-identical rows, which the exact zeros rest on. No trace is recorded.
-    mask = torch.from_numpy(allowed)
+    # [mask, 1 (every head), query, key]; no trace is recorded.
+    mask = torch.from_numpy(np.stack([np.asarray(a, dtype=bool) for a in alloweds]))[:, None]
     with torch.no_grad():
-        before, after = (model(tokens, mask=mask).numpy() for tokens in (ids, edited))
-    return np.abs(after - before).max(axis=1)
+        before, after = (
+            model(torch.tensor([tokens] * len(alloweds)), mask=mask).numpy()
+            for tokens in (ids, edited)
+        )
+    return list(np.abs(after - before).max(axis=-1))

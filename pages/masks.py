@@ -1,7 +1,5 @@
 """Lesson: attention masks and attention step by step, on the visitor's sentence."""
 
-from dataclasses import dataclass
-
 import numpy as np
 import streamlit as st
 
@@ -17,6 +15,7 @@ from components.masks import (
     shape_text,
     step_heatmap,
 )
+from components.masks_runs import StepSetup
 from components.positional import curves_figure
 from components.widgets import (
     about_trained,
@@ -41,7 +40,6 @@ from models import trained_sources as ts
 from models.checkpoints import Checkpoint, CheckpointError
 from models.inputs import prepare_sentence, tokenization_notes
 from models.tokenizer import PAD, SPECIAL_TOKENS
-from models.transformer import TransformerConfig
 
 enter_lesson()
 
@@ -53,6 +51,8 @@ DEFAULT_SECOND = "它太累了"
 CACHE_TAIL = 24
 REPLACEMENTS = ("elephant", "never", "cold", "猫", "?")
 RANDOM = "random"  # the lesson's own random Transformer; otherwise a trained checkpoint
+# The steps whose heatmaps are rows of vectors (positions × dimensions), not query × key.
+VECTOR_STEPS = ("x_query", "hook_q", "hook_k", "hook_v", "hook_z")
 
 
 def weights_label(weights: str) -> str:
@@ -82,7 +82,7 @@ def step_summary(step: str, matrix: np.ndarray, hidden: np.ndarray, rows, column
     n_hidden = int(hidden.sum())
     if step == "mask":
         return t("masks.summary.mask", masked=n_hidden, cells=hidden.size)
-    if matrix.shape != hidden.shape:  # X, Q, K, V, z: positions × dimensions
+    if step in VECTOR_STEPS:  # positions × dimensions (as wide as the sentence is long, at times)
         row, column, size = extreme_cell(matrix, by_size=True)
         return t("masks.summary.vectors", token=rows[row], dim=column, value=size)
     row, column, top = extreme_cell(matrix, hidden)
@@ -123,22 +123,6 @@ st.caption(t("masks.tokens", n=n))
 st.text(" · ".join(tokens))
 
 # 1. Attention step by step under a mask ------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StepSetup:
-    """What the step-by-step section's controls chose; `checkpoint` is None for the
-    lesson's random Transformer, else the trained one (kept under `stem`)."""
-
-    kind: str
-    checkpoint: Checkpoint | None
-    stem: str
-    cfg: TransformerConfig
-    layer: int
-    head: int
-    window: int
-    prefix: int
-    second_raw: str
 
 
 def step_controls() -> StepSetup:
@@ -236,10 +220,12 @@ class NothingToRead(Exception):
 def trained_reading(checkpoint: Checkpoint, text: str, second: bool = False) -> ts.Reading:
     """What the trained model reads for the sentence (or the second one), with a note for
     the characters it never saw; a model of a token task reads its task's sequences."""
-    reading = ts.read(checkpoint.task, text, SHOWN_TOKENS)
+    reading = masks_runs.trained_read(checkpoint.task, text, SHOWN_TOKENS)
     if not reading.from_sentence:
         return (
-            ts.shorter(ts.read(checkpoint.task, text, SHOWN_TOKENS, index=1)) if second else reading
+            ts.shorter(masks_runs.trained_read(checkpoint.task, text, SHOWN_TOKENS, index=1))
+            if second
+            else reading
         )
     if reading.unknown:
         # The characters are the visitor's: shown through st.text only.
@@ -386,16 +372,16 @@ def draw_steps(setup: StepSetup, case: tuple) -> None:
     empty_rows = masks.fully_masked_rows(allowed)
     seeing = np.setdiff1d(np.arange(pattern.shape[0]), empty_rows)
     row_error = float(np.abs(pattern[seeing].sum(axis=1) - 1).max()) if seeing.size else 0.0
-    st.caption(
-        t(
-            "masks.steps.checks",
-            n_masked=int((~allowed).sum()),
-            n_cells=allowed.size,
-            largest_masked=float(pattern[~allowed].max()) if (~allowed).any() else 0.0,
-            row_error=row_error,
-            fused=masks.fused_difference(steps, allowed),
-        )
+    checks = t(
+        "masks.steps.checks",
+        n_masked=int((~allowed).sum()),
+        n_cells=allowed.size,
+        largest_masked=float(pattern[~allowed].max()) if (~allowed).any() else 0.0,
+        row_error=row_error,
+        fused=masks.fused_difference(steps, allowed),
     )
+    # One element for both paragraphs: every element costs the server per rerun.
+    st.caption(checks + "\n\n" + t("masks.steps.explain", d_head=setup.cfg.d_head))
     if empty_rows.size:
         st.info(
             t(
@@ -405,7 +391,6 @@ def draw_steps(setup: StepSetup, case: tuple) -> None:
                 last=int(empty_rows[-1]),
             )
         )
-    st.caption(t("masks.steps.explain", d_head=setup.cfg.d_head))
 
 
 def steps_section(sentence_text: str) -> None:

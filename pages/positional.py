@@ -1,6 +1,7 @@
 """Lesson: positional encodings, measured on the visitor's sentence and a small Transformer."""
 
 import numpy as np
+import pyarrow as pa
 import streamlit as st
 
 from components.frame import enter_lesson
@@ -193,6 +194,7 @@ def sentence_view() -> None:
         )
     )
     st.subheader(t("positional.order.title"))
+    notes = []
     if n < 2:
         st.info(t("positional.order.too_short"))
     else:
@@ -245,7 +247,8 @@ def sentence_view() -> None:
                 summary=per_token_summary({scheme_label(s): v for s, v in moved.items()}, tokens),
                 data={"token": tokens} | {scheme_label(s): v for s, v in moved.items()},
             )
-        st.caption(
+        # One caption: what the charts show, then what the table below shows.
+        notes.append(
             t(
                 "positional.order.explain",
                 none=effects["none"]["max_error"],
@@ -253,17 +256,15 @@ def sentence_view() -> None:
                 scale=effects["none"]["scale"],
             )
         )
-
-    pair_rows = [
-        {
-            t("positional.order.pair"): pair,
-            t("positional.order.scheme"): t(f"positional.scheme.{scheme}"),
-            t("positional.order.pooled"): pooled,
-        }
-        for pair, scheme, pooled in pair_distances()
-    ]
-    st.caption(t("positional.order.pairs"))
-    st.dataframe(pair_rows, hide_index=True, width="content")
+    pairs, schemes, pooled = zip(*pair_distances(), strict=True)
+    st.caption("\n\n".join([*notes, t("positional.order.pairs")]))
+    # An Arrow table is drawn as it is; rows of dicts would go through pandas first.
+    table = {
+        t("positional.order.pair"): pairs,
+        t("positional.order.scheme"): [t(f"positional.scheme.{s}") for s in schemes],
+        t("positional.order.pooled"): pooled,
+    }
+    st.dataframe(pa.table(table), hide_index=True, width="content")
 
 
 def sinusoidal_view() -> None:

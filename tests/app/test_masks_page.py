@@ -88,6 +88,17 @@ def test_every_mask_kind_draws_every_step_and_masks_exactly_what_it_should(kind)
     assert any(m.startswith("Checked on these numbers") for m in at.caption.values)
 
 
+def test_the_vector_steps_summaries_name_a_dimension_even_when_the_matrix_is_square():
+    # The shipped induction model reads 32 tokens and has d_model 32: X is 32 × 32, the
+    # shape of the scores, and still a row of vectors per token.
+    at = open_lesson("masks", SENTENCE)
+    _no_failure(at)
+    assert "(32 × 32)" in chart(at, "mask_step_x_query")["layout"]["title"]["text"]
+    vectors = [c for c in at.caption.values if c.startswith("largest \\|value\\|")]
+    assert len(vectors) == 5  # X, Q, K, V, z
+    assert all("dimension" in c and "masked" not in c for c in vectors)
+
+
 def test_padding_draws_the_batch_and_says_the_pad_rows_see_nothing():
     at = open_lesson("masks", SENTENCE, mask_weights=RANDOM, mask_kind="padding", second=SECOND)
     _no_failure(at)

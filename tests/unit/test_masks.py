@@ -141,6 +141,33 @@ def test_causal_leakage_is_exactly_zero_and_bidirectional_is_not(encoder):
     np.testing.assert_allclose(masks.leakage(encoder, TOKENS, 3, 11, allowed), traced, atol=1e-6)
 
 
+def _leakage_run_by_run(model, ids, position, new_id, allowed) -> np.ndarray:
+    """Leakage as two plain runs of one sentence each, nothing batched."""
+    edited = list(ids)
+    edited[position] = new_id
+    with torch.no_grad():
+        before, after = (model(t, mask=torch.from_numpy(allowed)).numpy() for t in (ids, edited))
+    return np.abs(after - before).max(axis=1)
+
+
+def test_leakage_under_several_masks_at_once_is_leakage_under_each_alone():
+    # The lesson's sizes (d_model 64, two layers) and sentence lengths around its 40 cap.
+    model = Transformer(TransformerConfig(d_vocab=1000), seed=0)
+    rng = np.random.default_rng(0)
+    kinds = ("causal", "none", "window", "prefix")
+    for n in (2, 20, 40):
+        ids = rng.integers(5, 1000, n).tolist()
+        for position in sorted({0, n // 2, n - 1}):
+            alloweds = [masks.allowed_mask(k, n, prefix=3, window=2) for k in kinds]
+            together = masks.leakages(model, ids, position, 4, alloweds)
+            for kind, allowed, change in zip(kinds, alloweds, together, strict=True):
+                alone = _leakage_run_by_run(model, ids, position, 4, allowed)
+                np.testing.assert_allclose(change, alone, rtol=1e-5, atol=1e-6)
+                if kind == "causal":
+                    assert (change[:position] == 0).all()  # bit for bit
+                    assert change[position] > 0
+
+
 def test_causal_mask_gives_the_same_as_the_built_in_decoder():
     decoder = Transformer(replace(TINY, causal=True), seed=3)
     encoder = Transformer(TINY, seed=3)
@@ -173,3 +200,19 @@ def test_a_fully_masked_row_gives_zeros_not_nan():
 
 def test_the_pad_id_is_the_tokenizers_pad_token():
     assert Tokenizer().id_to_token(SPECIAL_TOKENS.index(PAD)) == PAD
+
+
+def test_a_trained_model_s_reading_made_once_per_task_is_what_reading_it_again_gives():
+    from components.masks_runs import trained_read
+    from models import trained_sources as ts
+    from models.tasks import make_task
+
+    for task in (make_task("induction").config(), make_task("copy").config()):
+        for index in (0, 1):
+            again = ts.read(task, "any sentence", 40, index)
+            assert trained_read(task, "any sentence", 40, index) == again
+            assert trained_read(task, "another one", 40, index) == again
+    # A language model reads the sentence itself, whatever was read before.
+    lm = make_task("lm").config()
+    for text in ("the cat", "a dog ran 😀"):
+        assert trained_read(lm, text, 40) == ts.read(lm, text, 40)

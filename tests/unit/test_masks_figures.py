@@ -33,6 +33,20 @@ def test_masked_cells_are_an_overlay_labelled_minus_infinity_and_never_sent_as_i
     assert "Infinity" not in text and "NaN" not in text
 
 
+def test_a_chart_too_large_for_cell_text_masks_the_same_cells_without_sending_text():
+    n = 20
+    scores = np.tril(np.arange(n * n, dtype=float).reshape(n, n) / n)
+    allowed = np.tril(np.ones((n, n), bool))
+    labels = [str(i) for i in range(n)]
+    fig = step_heatmap(scores, "scores", labels, labels, masked=~allowed)
+    values, overlay = fig.data
+    covered = np.array([[cell is not None for cell in row] for row in overlay.z])
+    assert (covered == ~allowed).all()
+    assert values.texttemplate is None and overlay.texttemplate is None
+    assert overlay.text is None and "−∞" in overlay.hovertemplate
+    assert "text" not in fig.to_plotly_json()["data"][1]
+
+
 def test_weights_use_a_zero_to_one_scale_and_label_masked_cells_zero():
     pattern = np.array([[1.0, 0.0], [0.25, 0.75]])
     fig = step_heatmap(
