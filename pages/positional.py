@@ -55,31 +55,21 @@ enter_lesson()
 ORDER_PAIRS = (("dog bites man", "man bites dog"), ("我爱你", "你爱我"))
 
 
+def transformers() -> dict:
+    """The lesson's random Transformer for every scheme (shared, only ever read)."""
+    return {scheme: load_transformer(scheme) for scheme in pe.SCHEMES}
+
+
+# The cached functions stay short: Streamlit reads a cached function's source on every
+# rerun of the page that defines it (~0.25 ms for a few lines, ~0.5 ms for twenty).
 @st.cache_data(max_entries=64, show_spinner=False)
 def order_effects(ids: tuple[int, ...], order: str, seed: int) -> dict:
-    perm = pe.permutation(len(ids), order, seed)
-    effects = {}
-    for scheme in pe.SCHEMES:
-        outputs, reordered = pe.outputs_in_both_orders(load_transformer(scheme), ids, perm)
-        effects[scheme] = pe.order_effect(outputs, reordered, perm)
-    return effects | {"perm": perm}
+    return pe.order_effects(transformers(), ids, order, seed)
 
 
 @st.cache_data(show_spinner=False)
 def pair_distances() -> list[tuple[str, str, float]]:
-    """(pair, scheme, distance between the two sentences' mean output vectors) for the
-    fixed example pairs: the same on every rerun, so computed once."""
-    tokenizer = load_tokenizer()
-    rows = []
-    for first, second in ORDER_PAIRS:
-        a, b = tokenizer.encode(first).ids, tokenizer.encode(second).ids
-        for scheme in pe.SCHEMES:
-            model = load_transformer(scheme)
-            out_a, _ = model.run_with_cache(list(a))
-            out_b, _ = model.run_with_cache(list(b))
-            pooled = np.linalg.norm(out_a.numpy().mean(axis=0) - out_b.numpy().mean(axis=0))
-            rows.append((f"{first} / {second}", scheme, float(pooled)))
-    return rows
+    return pe.pair_distances(transformers(), load_tokenizer(), ORDER_PAIRS)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
