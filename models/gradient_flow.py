@@ -104,6 +104,14 @@ def synthetic_inputs(n_steps: int, num_inputs: int, seed: int = 0) -> torch.Tens
     return torch.randn(n_steps, num_inputs, generator=generator)
 
 
+def lesson_inputs(transformer, ids: tuple[int, ...] | None, n_steps: int) -> torch.Tensor:
+    """What the lesson's constructed weights read: the Transformer's token vectors
+    `W_E[ids]` for a sentence, or a synthetic sequence of `n_steps` when `ids` is None."""
+    if ids is None:
+        return synthetic_inputs(n_steps, transformer.cfg.d_model)
+    return transformer.W_E[torch.tensor(ids, dtype=torch.long)].detach()
+
+
 # --- gradients ---------------------------------------------------------------------------------
 
 
@@ -152,35 +160,37 @@ def recurrent_gradient_flow(
     n_steps = X.shape[0]
     if not 0 <= tau < n_steps:
         raise ValueError(f"the loss step must be in [0, {n_steps})")
-    u = readout(model.cfg.num_hiddens) if u is None else u
+    u = (readout(model.cfg.num_hiddens) if u is None else u).to(torch.float32)
     X = X.detach().to(torch.float32)
     if method == "autograd":
         X = X.clone().requires_grad_(True)
         probe = torch.zeros(n_steps, model.cfg.num_hiddens, requires_grad=True)
         with torch.enable_grad():
             trace = model(X, probe)
-            loss = trace["H"][tau] @ u.to(X.dtype)
+            loss = trace["H"][tau] @ u
             grad_X, grad_H = torch.autograd.grad(loss, (X, probe))
+        loss = float(loss.detach())
         trace = {name: value.detach() for name, value in trace.items()}
+        out = {name: value.numpy().copy() for name, value in trace.items()}
+        grad_X, grad_H = grad_X.numpy(), grad_H.numpy()
     elif method == "closed_form":
-        with torch.no_grad():
-            trace = model(X)
-            loss = trace["H"][tau] @ u.to(X.dtype)
-            grad_H, grad_X = bptt(model, trace, tau, u.to(X.dtype))
+        out = model.forward_numpy(X.numpy())  # fresh arrays, nothing else holds them
+        trace = {name: torch.from_numpy(value) for name, value in out.items()}
+        u = u.detach().numpy()
+        loss = float(out["H"][tau] @ u)
+        grad_H, grad_X = bptt(model, out, tau, u)
     else:
         raise ValueError("method must be 'closed_form' or 'autograd'")
-    out = {name: value.numpy().copy() for name, value in trace.items()}
     if spectra:
         state_size = model.cfg.num_hiddens * (2 if model.cfg.cell == "lstm" else 1)
         out["jacobian_steps"] = jacobian_steps(n_steps, state_size)
         out["jacobian_norms"] = trace_jacobian_norms(model, trace, out["jacobian_steps"])
-    grad_H, grad_X = grad_H.numpy(), grad_X.numpy()
     with np.errstate(over="ignore", invalid="ignore"):
         out["grad_H"] = np.linalg.norm(grad_H.astype(np.float64), axis=1)
         out["grad_X"] = np.linalg.norm(grad_X.astype(np.float64), axis=1)
     out["grad_H_units"] = np.abs(grad_H)
     out["grad_X_rows"] = grad_X
-    out["loss"] = float(loss.detach())
+    out["loss"] = loss
     out["tau"] = tau
     state = np.concatenate([out["H"], out["C"]], axis=1) if "C" in out else out["H"]
     out["overflow_forward"] = first_nonfinite(state)
@@ -189,26 +199,26 @@ def recurrent_gradient_flow(
 
 
 def bptt(
-    model: Recurrent, trace: dict[str, torch.Tensor], tau: int, u: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Backpropagation through time, written out: `(∂L/∂H [T, n], ∂L/∂X [T, d])` for L = u·H_τ.
+    model: Recurrent, trace: dict[str, np.ndarray], tau: int, u: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Backpropagation through time, written out: `(∂L/∂H [T, n], ∂L/∂X [T, d])` for L = u·H_τ,
+    from a float32 forward trace (`model.forward_numpy(X)`).
 
     Everything that does not depend on the gradient (gate slopes, tanh of the cell) is computed
     for all steps at once; the loop carries only the adjoint g_t = ∂L/∂H_t (and, for the LSTM,
-    c_t = ∂L/∂C_t) one step back at a time. Row convention, as in the forward pass. The loop
-    runs on numpy views of the same numbers: each step is a few operations on vectors of a
-    hundred numbers, where torch's fixed cost per operation (~5 µs) was most of the time.
+    c_t = ∂L/∂C_t) one step back at a time. Row convention, as in the forward pass. All in
+    numpy: each step is a few operations on vectors of a hundred numbers, where torch's fixed
+    cost per operation (~5 µs) was most of the time.
     """
     cfg = model.cfg
-    dtype = trace["H"].dtype
     H = trace["H"]
     n_steps, n = H.shape
-    W_x, W_h, _ = model.stacked_weights(dtype)
-    W_hT = W_h.T.contiguous().numpy()
-    grad_H = np.zeros((n_steps, n), dtype=H.numpy().dtype)
+    W_x, W_h, _ = (w.numpy() for w in model.stacked_weights())
+    W_hT = np.ascontiguousarray(W_h.T)
+    grad_H = np.zeros((n_steps, n), dtype=H.dtype)
     # d[t]: the gradient with respect to the pre-activations whose input part is X_t W_x·.
-    d = np.zeros((n_steps, W_x.shape[1]), dtype=grad_H.dtype)
-    g = u.to(dtype).numpy().copy()
+    d = np.zeros((n_steps, W_x.shape[1]), dtype=H.dtype)
+    g = np.array(u, dtype=H.dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         if cfg.cell == "rnn":
             _rnn_adjoints(cfg.activation, H, W_hT, g, tau, grad_H, d)
@@ -216,8 +226,7 @@ def bptt(
             _lstm_adjoints(trace, W_hT, g, tau, grad_H, d)
         else:
             _gru_adjoints(trace, W_h, W_hT, g, tau, grad_H, d)
-    d_t = torch.from_numpy(d)
-    return torch.from_numpy(grad_H), d_t @ W_x.T
+        return grad_H, d @ W_x.T
 
 
 def _rnn_adjoints(activation, H, W_hT, g, tau, grad_H, d) -> None:
@@ -225,33 +234,34 @@ def _rnn_adjoints(activation, H, W_hT, g, tau, grad_H, d) -> None:
         slope = 1 - H**2
     elif activation == "relu":
         # As torch's relu backward (grad unless H ≤ 0): a NaN state passes the gradient on.
-        slope = (~(H <= 0)).to(H.dtype)
+        slope = (~(H <= 0)).astype(H.dtype)
     else:
-        slope = torch.ones_like(H)
-    slope = slope.numpy()
+        slope = np.ones_like(H)
     for t in range(tau, -1, -1):
         grad_H[t] = g
         d[t] = g * slope[t]
         g = d[t] @ W_hT
 
 
+def _previous(values: np.ndarray) -> np.ndarray:
+    """Every step's value one step earlier: `[0, values[0], …, values[T−2]]`."""
+    return np.concatenate([np.zeros_like(values[:1]), values[:-1]])
+
+
 def _lstm_adjoints(trace, W_hT, g, tau, grad_H, d) -> None:
     I, F, O, C_tilde, C = (trace[k] for k in ("I", "F", "O", "C_tilde", "C"))  # noqa: E741
-    n = C.shape[1]
-    C_prev = torch.cat([C.new_zeros(1, n), C[:-1]])
-    tanh_C = torch.tanh(C)
-    k_C = (O * (1 - tanh_C**2)).numpy()  # ∂H_t/∂C_t
+    tanh_C = np.tanh(C)
+    k_C = O * (1 - tanh_C**2)  # ∂H_t/∂C_t
     # ∂C_t/∂a for a_i, a_f, a_c, and ∂H_t/∂a_o, in the stacked order I, F, O, C_tilde.
-    K = torch.cat(
+    K = np.concatenate(
         [
             C_tilde * I * (1 - I),
-            C_prev * F * (1 - F),
+            _previous(C) * F * (1 - F),
             tanh_C * O * (1 - O),
             I * (1 - C_tilde**2),
         ],
-        dim=1,
-    ).numpy()
-    F = F.numpy()
+        axis=1,
+    )
     c = np.zeros_like(g)
     for t in range(tau, -1, -1):
         grad_H[t] = g
@@ -262,14 +272,13 @@ def _lstm_adjoints(trace, W_hT, g, tau, grad_H, d) -> None:
 
 
 def _gru_adjoints(trace, W_h, W_hT, g, tau, grad_H, d) -> None:
-    Z, R, H_tilde, H = trace["Z"], trace["R"], trace["H_tilde"], trace["H"]
-    n = H.shape[1]
-    H_prev = torch.cat([H.new_zeros(1, n), H[:-1]])
+    Z, R, H_tilde = trace["Z"], trace["R"], trace["H_tilde"]
+    n = Z.shape[1]
+    H_prev = _previous(trace["H"])
     h_h = H_prev @ W_h[:, 2 * n :]  # H_{t−1} W_hh, which R multiplies
-    k_Z = ((H_prev - H_tilde) * Z * (1 - Z)).numpy()
-    k_H = ((1 - Z) * (1 - H_tilde**2)).numpy()
-    k_R = (h_h * R * (1 - R)).numpy()
-    Z, R = Z.numpy(), R.numpy()
+    k_Z = (H_prev - H_tilde) * Z * (1 - Z)
+    k_H = (1 - Z) * (1 - H_tilde**2)
+    k_R = h_h * R * (1 - R)
     for t in range(tau, -1, -1):
         grad_H[t] = g
         a_z, a_h = g * k_Z[t], g * k_H[t]
@@ -394,8 +403,9 @@ def step_jacobian_norms(
     Exact: σ_max = √λ_max(JᵀJ), a symmetric eigenproblem solved in float64 for each J built in
     closed form. NaN where the state already overflowed (no spectrum of a non-finite matrix).
     """
-    with torch.no_grad():
-        trace = model(X.detach().to(torch.float32))
+    # The same forward pass as recurrent_gradient_flow's, so its spectra are these numbers.
+    trace = model.forward_numpy(X.detach().to(torch.float32).numpy())
+    trace = {name: torch.from_numpy(value) for name, value in trace.items()}
     return trace_jacobian_norms(model, trace, steps, chunk)
 
 
@@ -421,6 +431,13 @@ def trace_jacobian_norms(
 
 
 # --- theory and clipping -----------------------------------------------------------------------
+
+
+def input_free_grad_H(model: Recurrent, n_steps: int, tau: int) -> np.ndarray:
+    """‖∂L/∂H_t‖ measured on zero inputs of `n_steps`: for a linear RNN it reads no input
+    (∂L/∂H_t = u·W_hhᵀ^(τ−t)), so these are its numbers for any sequence of that length."""
+    X = torch.zeros(n_steps, model.cfg.num_inputs)
+    return recurrent_gradient_flow(model, X, tau)["grad_H"]
 
 
 def linear_orthogonal_theory(radius: float, tau: int) -> np.ndarray:

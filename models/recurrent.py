@@ -20,6 +20,7 @@ serve many threads. Every hidden-to-hidden matrix (`W_hh`; `W_hi, W_hf, W_ho, W_
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -179,6 +180,48 @@ class Recurrent(nn.Module):
         )
         return trace
 
+    def forward_numpy(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        """`forward(X)` for one sequence `X [T, num_inputs]` from zero state, in numpy float32,
+        without autograd: the same dict of fresh arrays (`H` and every gate), equal to
+        `forward` up to float32 rounding (tests/unit/test_recurrent.py holds them together).
+
+        For reading one sequence, as the gradient flow does on every keystroke: a step is a
+        few operations on vectors of a hundred numbers, where torch's fixed cost per
+        operation (~5 µs, a dozen operations a step) was most of the time. Overflow goes
+        on as in torch: inf and NaN propagate, nothing raises.
+        """
+        X = np.asarray(X, dtype=np.float32)
+        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] != self.cfg.num_inputs:
+            raise ValueError(f"X must be [T ≥ 1, {self.cfg.num_inputs}], got {X.shape}")
+        cell, n_h, n_steps = self.cfg.cell, self.cfg.num_hiddens, X.shape[0]
+        W_x, W_h, b = (w.numpy() for w in self.stacked_weights())
+        names = ("H", *GATES[cell], "C") if cell == "lstm" else ("H", *GATES[cell])
+        trace = {name: np.empty((n_steps, n_h), dtype=np.float32) for name in names}
+        H = C = np.zeros(n_h, dtype=np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            inputs = X @ W_x + b
+            for t in range(n_steps):
+                if cell == "rnn":
+                    H = _activate_numpy(inputs[t] + H @ W_h, self.cfg.activation)
+                elif cell == "lstm":
+                    a = inputs[t] + H @ W_h
+                    gates = _sigmoid(a[: 3 * n_h])
+                    I, F, O = gates[:n_h], gates[n_h : 2 * n_h], gates[2 * n_h :]  # noqa: E741
+                    C_tilde = np.tanh(a[3 * n_h :])
+                    C = F * C + I * C_tilde
+                    H = O * np.tanh(C)
+                    trace["I"][t], trace["F"][t], trace["O"][t] = I, F, O
+                    trace["C_tilde"][t], trace["C"][t] = C_tilde, C
+                else:
+                    h = H @ W_h
+                    gates = _sigmoid(inputs[t, : 2 * n_h] + h[: 2 * n_h])
+                    Z, R = gates[:n_h], gates[n_h:]
+                    H_tilde = np.tanh(inputs[t, 2 * n_h :] + R * h[2 * n_h :])
+                    H = Z * H + (1 - Z) * H_tilde
+                    trace["Z"][t], trace["R"][t], trace["H_tilde"][t] = Z, R, H_tilde
+                trace["H"][t] = H
+        return trace
+
     def run_with_cache(self, X: torch.Tensor) -> tuple[torch.Tensor, dict[str, np.ndarray]]:
         """`H [T, num_hiddens]` and a fresh dict of float32 numpy arrays (no gradients)."""
         with torch.no_grad():
@@ -196,8 +239,28 @@ def _activate(a: torch.Tensor, activation: str) -> torch.Tensor:
     return a
 
 
+def _activate_numpy(a: np.ndarray, activation: str) -> np.ndarray:
+    if activation == "tanh":
+        return np.tanh(a)
+    if activation == "relu":
+        return np.maximum(a, 0)  # NaN stays NaN, as torch.relu keeps it
+    return a
+
+
+def _sigmoid(a: np.ndarray) -> np.ndarray:
+    """σ(a) = 1 / (1 + e^−a): 0 for a → −∞ (e^−a overflows to inf), NaN for NaN."""
+    return 1 / (1 + np.exp(-a))
+
+
 def readout(num_hiddens: int, seed: int = 0) -> torch.Tensor:
-    """A fixed random unit vector u: the loss is L = u · H_τ (or u · output_τ)."""
+    """A fixed random unit vector u: the loss is L = u · H_τ (or u · output_τ). A fresh
+    copy each call: the caller may change it."""
+    return _readout(num_hiddens, seed).clone()
+
+
+@functools.cache
+def _readout(num_hiddens: int, seed: int) -> torch.Tensor:
+    # Drawn once per size: every rerun of the lesson asks for it four times.
     generator = torch.Generator().manual_seed(10_000 + seed)
     u = torch.randn(num_hiddens, generator=generator, dtype=torch.float64)
     return (u / u.norm()).to(torch.float32)

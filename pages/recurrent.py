@@ -2,8 +2,8 @@
 
 import numpy as np
 import streamlit as st
-import torch
 
+from components import recurrent_runs as runs
 from components.frame import enter_lesson
 from components.i18n import t
 from components.palette import BLACK, BLUE, ORANGE, SKY_BLUE, VERMILLION
@@ -15,6 +15,7 @@ from components.recurrent import (
     step_labels,
     unit_heatmap,
 )
+from components.recurrent_runs import CELLS, CONSTRUCTED
 from components.summaries import (
     clipping_summary,
     grid_summary,
@@ -25,8 +26,6 @@ from components.summaries import (
 from components.widgets import (
     linked_selectbox,
     linked_slider,
-    load_checkpoint,
-    load_recurrent,
     load_tokenizer,
     load_transformer,
     load_visitor_store,
@@ -46,8 +45,6 @@ from models.train import CHECKPOINT_DIR
 
 enter_lesson()
 
-CELLS = {"RNN": "rnn", "LSTM": "lstm", "GRU": "gru"}
-CONSTRUCTED = "constructed"  # weights built from the controls; otherwise trained ones
 # The controls that build the constructed weights (trained weights ignore them).
 CONSTRUCTION_KEYS = ("rc_source", "rc_length", "rc_radius", "rc_act", "rc_init", "rc_hidden")
 CONSTRUCTION_KEYS += ("rc_forget",)
@@ -55,75 +52,13 @@ LATCHED = 0.9  # a forget gate above this at every step keeps the cell's content
 SPECTRA_KEY = "_rc_spectra"  # set once the visitor asks for the spectra of their sentence
 
 
+def _folder(source: str) -> str:
+    """Where `source`'s checkpoints are: shipped with the app, or this visitor's own runs."""
+    return str(CHECKPOINT_DIR if source == ts.SHIPPED_SOURCE else load_visitor_store().folder(me))
+
+
 def _checkpoint(source: str, kind: str):
-    """A trained model (shipped, or one of this visitor's runs), shared and frozen."""
-    folder = CHECKPOINT_DIR if source == ts.SHIPPED_SOURCE else load_visitor_store().folder(me)
-    return load_checkpoint(str(ts.stem(folder, source, kind)))
-
-
-def _trained(source: str, kind: str):
-    return _checkpoint(source, kind).model
-
-
-def _model(cell: str, d_in: int, s: dict):
-    """The shared frozen model for these settings (only the settings a cell reads are keyed)."""
-    if s["weights"] != CONSTRUCTED:
-        return _trained(s["weights"], cell).core
-    return load_recurrent(
-        cell,
-        d_in,
-        s["num_hiddens"],
-        activation=s["activation"] if cell == "rnn" else "tanh",
-        init=s["init"],
-        radius=s["radius"],
-        forget_bias=s["forget_bias"] if cell == "lstm" else 1.0,
-    )
-
-
-def _inputs(ids: tuple[int, ...] | None, length: int) -> torch.Tensor:
-    transformer = load_transformer()
-    if ids is None:
-        return gf.synthetic_inputs(length, transformer.cfg.d_model)
-    return transformer.W_E[list(ids)].detach()
-
-
-def _x(cell: str, ids: tuple[int, ...] | None, length: int, s: dict) -> torch.Tensor:
-    """What `cell` reads: the shared inputs, or a trained model's view of its task's example."""
-    if s["weights"] == CONSTRUCTED:
-        return _inputs(ids, length)
-    model = _trained(s["weights"], cell)
-    return ts.inputs_for(model, ts.example(s["task"])[1])
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def flows(ids: tuple[int, ...] | None, length: int, tau: int, s: dict, spectra: bool) -> dict:
-    """The gradient flow of every model; with `spectra`, for the recurrent ones also the
-    step Jacobian spectra, taken from the same forward pass."""
-    out = {}
-    shared = _inputs(ids, length) if s["weights"] == CONSTRUCTED else None
-    for name, cell in CELLS.items():
-        X = shared if shared is not None else _x(cell, ids, length, s)
-        model = _model(cell, X.shape[1], s)
-        out[name] = gf.recurrent_gradient_flow(model, X, tau, spectra=spectra)
-    transformer = (
-        load_transformer()
-        if s["weights"] == CONSTRUCTED
-        else _trained(s["weights"], "transformer").core
-    )
-    X = shared if shared is not None else _x("transformer", ids, length, s)
-    out["Transformer"] = gf.transformer_gradient_flow(transformer, X, tau)
-    return out
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def linear_orthogonal(length: int, tau: int, num_hiddens: int, radius: float) -> np.ndarray:
-    """‖∂L/∂H_t‖ of a linear RNN with W_hh = r·Q: it reads no input (∂L/∂H_t = u·W_hhᵀ^(τ−t)),
-    so it is measured on zero inputs of the sentence's length, and shared by every sentence
-    of that length."""
-    d_in = load_transformer().cfg.d_model
-    model = load_recurrent("rnn", d_in, num_hiddens, "linear", "orthogonal", radius, 1.0)
-    X = torch.zeros(length, d_in)
-    return gf.recurrent_gradient_flow(model, X, tau)["grad_H"]
+    return runs.checkpoint(_folder(source), source, kind)
 
 
 d_model = load_transformer().cfg.d_model
@@ -314,7 +249,14 @@ if tokens is not None:
 # as the visitor types, so there they are always computed (once, then cached).
 follows_typing = ids is not None
 spectra_on = not follows_typing or bool(st.session_state.get(SPECTRA_KEY))
-result = flows(ids, n_steps, tau, s, spectra_on)
+result = runs.flows(
+    ids=ids,
+    length=n_steps,
+    tau=tau,
+    s=s,
+    spectra=spectra_on,
+    folder=_folder(s["weights"]) if s["weights"] != CONSTRUCTED else "",
+)
 distance = np.arange(tau + 1)  # k = τ − t: how many steps before the loss
 
 # Overflow and underflow, named by the first step they reached.
@@ -381,7 +323,9 @@ st.caption(
 
 # 4. Theory: a linear orthogonal RNN, and the step Jacobians ---------------------------------
 st.subheader(t("recurrent.theory.title"))
-measured = linear_orthogonal(n_steps, tau, s["num_hiddens"], s["radius"])
+measured = runs.linear_orthogonal(
+    length=n_steps, tau=tau, num_hiddens=s["num_hiddens"], radius=s["radius"]
+)
 theory = gf.linear_orthogonal_theory(settings.radius, tau)
 with np.errstate(divide="ignore", invalid="ignore"):
     relative = np.abs(measured[tau::-1] / theory[::-1] - 1)

@@ -166,3 +166,66 @@ def test_readout_is_a_fixed_unit_vector():
     u = readout(64)
     assert float(u.norm()) == pytest.approx(1.0, abs=1e-6)
     assert torch.equal(u, readout(64))
+    u.zero_()  # a caller's copy: changing it changes no later readout
+    assert float(readout(64).norm()) == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("cell", "kw"),
+    [
+        ("rnn", dict(activation="tanh")),
+        ("rnn", dict(activation="relu", radius=1.3)),
+        ("rnn", dict(activation="linear", init="orthogonal")),
+        ("lstm", dict(forget_bias=2.0)),
+        ("gru", dict(radius=1.2)),
+    ],
+)
+def test_the_numpy_pass_equals_forward_on_every_state_and_gate(cell, kw):
+    model = _model(cell, **kw)
+    X = _inputs(40, seed=2)
+    with torch.no_grad():
+        expected = model(X)
+    fast = model.forward_numpy(X.numpy())
+    assert set(fast) == set(expected)
+    for name, value in expected.items():
+        assert fast[name].dtype == np.float32 and fast[name].shape == value.shape
+        np.testing.assert_allclose(fast[name], value.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_the_numpy_pass_overflows_where_forward_does():
+    """inf and NaN go on through the steps as in torch: the same step overflows first, the
+    same entries end up non-finite."""
+    model = Recurrent(
+        RecurrentConfig(
+            cell="rnn",
+            num_inputs=N_IN,
+            num_hiddens=N_H,
+            activation="relu",
+            init="identity",
+            radius=4.0,
+        )
+    )
+    X = _inputs(200, seed=1) * 10
+    with torch.no_grad():
+        expected = model(X)["H"].numpy()
+    fast = model.forward_numpy(X.numpy())["H"]
+    assert not np.isfinite(expected).all()
+    np.testing.assert_array_equal(np.isfinite(fast), np.isfinite(expected))
+    np.testing.assert_array_equal(np.isnan(fast), np.isnan(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(fast[finite], expected[finite], rtol=1e-4)
+    for cell in ("lstm", "gru"):
+        gated = _model(cell)
+        X = _inputs(seed=4)
+        X[3, 0] = float("nan")
+        with torch.no_grad():
+            reference = gated(X)
+        for name, value in gated.forward_numpy(X.numpy()).items():
+            np.testing.assert_array_equal(np.isnan(value), reference[name].isnan().numpy())
+
+
+def test_the_numpy_pass_refuses_a_wrong_shape():
+    model = _model("gru")
+    for bad in (np.zeros((0, N_IN)), np.zeros((3, N_IN + 1)), np.zeros((2, 3, N_IN))):
+        with pytest.raises(ValueError):
+            model.forward_numpy(bad)
