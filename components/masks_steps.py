@@ -1,5 +1,6 @@
-"""The masks lesson's step-by-step charts: one head's attention as ten heatmaps, with the
-line under each, the numbers to download and the checks under them all.
+"""The masks lesson's step-by-step section: what its controls chose, and its charts (one
+head's attention as ten heatmaps, with the line under each, the numbers to download and
+the checks under them all).
 
 Built once per (run, head, language) in a process and shared by every session: a model
 of a token task reads its task's own sequence whatever the visitor types, so on the
@@ -20,9 +21,28 @@ from components.i18n import t
 from components.labels import token_labels
 from components.masks import extreme_cell, shape_text, step_heatmap
 from models import masks
+from models.checkpoints import Checkpoint
+from models.transformer import TransformerConfig
 
 # The steps whose heatmaps are rows of vectors (positions × dimensions), not query × key.
 VECTOR_STEPS = ("x_query", "hook_q", "hook_k", "hook_v", "hook_z")
+
+
+@dataclass(frozen=True)
+class StepSetup:
+    """What the step-by-step section's controls chose; `checkpoint` is None for the
+    lesson's random Transformer, else the trained one (kept under `stem`). Defined here,
+    not in the page: a class statement run on every rerun costs ~1.5 ms."""
+
+    kind: str
+    checkpoint: Checkpoint | None
+    stem: str
+    cfg: TransformerConfig
+    layer: int
+    head: int
+    window: int
+    prefix: int
+    second_raw: str
 
 
 @dataclass(frozen=True)

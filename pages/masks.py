@@ -12,8 +12,7 @@ from components.masks import (
     leakage_figure,
     log_x_curves,
 )
-from components.masks_runs import StepSetup
-from components.masks_steps import StepCase, step_charts
+from components.masks_steps import StepCase, StepSetup, step_charts
 from components.positional import curves_figure
 from components.widgets import (
     about_trained,
