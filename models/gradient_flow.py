@@ -213,7 +213,8 @@ def bptt(
     cfg = model.cfg
     H = trace["H"]
     n_steps, n = H.shape
-    W_x, W_h, _ = (w.numpy() for w in model.stacked_weights())
+    W_x, W_h, _ = model.stacked_weights()
+    W_h = W_h.numpy()
     W_hT = np.ascontiguousarray(W_h.T)
     grad_H = np.zeros((n_steps, n), dtype=H.dtype)
     # d[t]: the gradient with respect to the pre-activations whose input part is X_t W_x·.
@@ -226,7 +227,9 @@ def bptt(
             _lstm_adjoints(trace, W_hT, g, tau, grad_H, d)
         else:
             _gru_adjoints(trace, W_h, W_hT, g, tau, grad_H, d)
-        return grad_H, d @ W_x.T
+    # Products of whole sequences by torch (one thread): numpy's BLAS would split them over
+    # every core (see Recurrent.forward_numpy).
+    return grad_H, (torch.from_numpy(d) @ W_x.T).numpy()
 
 
 def _rnn_adjoints(activation, H, W_hT, g, tau, grad_H, d) -> None:
@@ -275,7 +278,8 @@ def _gru_adjoints(trace, W_h, W_hT, g, tau, grad_H, d) -> None:
     Z, R, H_tilde = trace["Z"], trace["R"], trace["H_tilde"]
     n = Z.shape[1]
     H_prev = _previous(trace["H"])
-    h_h = H_prev @ W_h[:, 2 * n :]  # H_{t−1} W_hh, which R multiplies
+    # H_{t−1} W_hh, which R multiplies
+    h_h = (torch.from_numpy(H_prev) @ torch.from_numpy(W_h[:, 2 * n :])).numpy()
     k_Z = (H_prev - H_tilde) * Z * (1 - Z)
     k_H = (1 - Z) * (1 - H_tilde**2)
     k_R = h_h * R * (1 - R)

@@ -194,12 +194,16 @@ class Recurrent(nn.Module):
         if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] != self.cfg.num_inputs:
             raise ValueError(f"X must be [T ≥ 1, {self.cfg.num_inputs}], got {X.shape}")
         cell, n_h, n_steps = self.cfg.cell, self.cfg.num_hiddens, X.shape[0]
-        W_x, W_h, b = (w.numpy() for w in self.stacked_weights())
+        W_x, W_h, b = self.stacked_weights()
+        # The input part of every step at once, by torch (one thread, models/runtime.py):
+        # numpy's BLAS would split a product this size over every core, and its idle
+        # threads then spin. The per-step products below are too small to be split.
+        inputs = (torch.from_numpy(X) @ W_x + b).numpy()
+        W_h = W_h.numpy()
         names = ("H", *GATES[cell], "C") if cell == "lstm" else ("H", *GATES[cell])
         trace = {name: np.empty((n_steps, n_h), dtype=np.float32) for name in names}
         H = C = np.zeros(n_h, dtype=np.float32)
         with np.errstate(over="ignore", invalid="ignore"):
-            inputs = X @ W_x + b
             for t in range(n_steps):
                 if cell == "rnn":
                     H = _activate_numpy(inputs[t] + H @ W_h, self.cfg.activation)
