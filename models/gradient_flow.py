@@ -213,8 +213,7 @@ def bptt(
     cfg = model.cfg
     H = trace["H"]
     n_steps, n = H.shape
-    W_x, W_h, _ = model.stacked_weights()
-    W_h = W_h.numpy()
+    W_x, W_h, _ = model.stacked_numpy()
     W_hT = np.ascontiguousarray(W_h.T)
     grad_H = np.zeros((n_steps, n), dtype=H.dtype)
     # d[t]: the gradient with respect to the pre-activations whose input part is X_t W_x·.
@@ -229,7 +228,7 @@ def bptt(
             _gru_adjoints(trace, W_h, W_hT, g, tau, grad_H, d)
     # Products of whole sequences by torch (one thread): numpy's BLAS would split them over
     # every core (see Recurrent.forward_numpy).
-    return grad_H, (torch.from_numpy(d) @ W_x.T).numpy()
+    return grad_H, (torch.from_numpy(d) @ torch.from_numpy(W_x).T).numpy()
 
 
 def _rnn_adjoints(activation, H, W_hT, g, tau, grad_H, d) -> None:
