@@ -175,7 +175,7 @@ def recurrent_gradient_flow(
         grad_X, grad_H = grad_X.numpy(), grad_H.numpy()
     elif method == "closed_form":
         out = model.forward_numpy(X.numpy())  # fresh arrays, nothing else holds them
-        trace = {name: torch.from_numpy(value) for name, value in out.items()}
+        trace = None  # tensors of the same arrays, made only if the spectra need them
         u = u.detach().numpy()
         loss = float(out["H"][tau] @ u)
         grad_H, grad_X = bptt(model, out, tau, u)
@@ -184,6 +184,8 @@ def recurrent_gradient_flow(
     if spectra:
         state_size = model.cfg.num_hiddens * (2 if model.cfg.cell == "lstm" else 1)
         out["jacobian_steps"] = jacobian_steps(n_steps, state_size)
+        if trace is None:
+            trace = {name: torch.from_numpy(out[name]) for name in model.trace_names()}
         out["jacobian_norms"] = trace_jacobian_norms(model, trace, out["jacobian_steps"])
     with np.errstate(over="ignore", invalid="ignore"):
         out["grad_H"] = np.linalg.norm(grad_H.astype(np.float64), axis=1)

@@ -126,6 +126,11 @@ class Recurrent(nn.Module):
         parts = [self.weights(g, dtype) for g in gates]
         return tuple(torch.cat([p[i] for p in parts], dim=-1) for i in range(3))
 
+    def trace_names(self) -> tuple[str, ...]:
+        """The names of what `forward` returns for every step: H, every gate, and C (LSTM)."""
+        cell = self.cfg.cell
+        return ("H", *GATES[cell], "C") if cell == "lstm" else ("H", *GATES[cell])
+
     def stacked_numpy(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`stacked_weights()` as float32 numpy arrays, stacked by numpy from views of the
         parameters: no torch call, each of which lets go of the GIL and waits to take it
@@ -209,8 +214,7 @@ class Recurrent(nn.Module):
         # numpy's BLAS would split a product this size over every core, and its idle
         # threads then spin. The per-step products below are too small to be split.
         products = (torch.from_numpy(X) @ torch.from_numpy(W_x)).numpy()
-        names = ("H", *GATES[cell], "C") if cell == "lstm" else ("H", *GATES[cell])
-        trace = {name: np.empty((n_steps, n_h), dtype=np.float32) for name in names}
+        trace = {name: np.empty((n_steps, n_h), dtype=np.float32) for name in self.trace_names()}
         H = C = np.zeros(n_h, dtype=np.float32)
         with np.errstate(over="ignore", invalid="ignore"):
             inputs = products + b
