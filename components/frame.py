@@ -22,6 +22,7 @@ from components.lessons import LESSONS
 from components.widgets import (
     PRESENTING_KEY,
     SENTENCE_KEY,
+    data_format_choice,
     fetch_chart_library,
     image_format_choice,
     sentence_box,
@@ -219,13 +220,14 @@ def run_app() -> None:
     if present_note is not None:
         show_notes([present_note])
     # Streamlit's own switches for the rest: the menu moves to the top bar, the sidebar
-    # (which then holds only the image-format choice) starts collapsed.
+    # (which then holds only the image and data format choices) starts collapsed.
     st.set_page_config(initial_sidebar_state="collapsed" if present else "auto")
     page = st.navigation(_menu(), position="top" if present else "sidebar")
     heading.title(t("app.title"))
     heading.caption(t("app.tagline"))
     sentence_box(page.url_path)
     image_format_choice()
+    data_format_choice()
     _run.inside = True
     try:
         with first_runs_in_turn(page.url_path):

@@ -12,6 +12,7 @@ import numpy as np
 
 from components.figure import PlainFigure, figure
 from components.labels import escape_label
+from components.layout import grid_layout, subplot_suffix
 from components.recurrent import MODEL_COLORS
 
 NGRAM_COLOR = "#7f7f7f"
@@ -52,31 +53,45 @@ def perplexity_colors(labels: Sequence[str]) -> list[str]:
     return [MODEL_COLORS.get(label, NGRAM_COLOR) for label in labels]
 
 
-def head_grid_figure(
-    scores: np.ndarray, title: str = "", x_title: str = "", y_title: str = "", zmax: float = 1.0
+def head_grids_figure(
+    grids: dict[str, np.ndarray], x_title: str = "", y_title: str = "", zmax: float = 1.0
 ) -> PlainFigure:
-    """`scores [layer, head]` as a small heatmap with each value written in its cell."""
+    """Each `scores [layer, head]` of `grids` (title → scores) as a small heatmap with each
+    value written in its cell, side by side in one chart on one colour scale."""
+    titles = list(grids)
+    layout = grid_layout(1, len(titles), titles, horizontal_spacing=0.12)
+    traces = []
+    for col, (name, scores) in enumerate(grids.items(), start=1):
+        suffix = subplot_suffix(1, col, len(titles))
+        traces.append(
+            _head_heatmap(scores, name, x_title, y_title, zmax, last=col == len(titles))
+            | dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}")
+        )
+        # Layers and heads are names, not a scale: one tick each, no half-layers.
+        layout[f"xaxis{suffix}"].update(title=dict(text=x_title), type="category")
+        layout[f"yaxis{suffix}"].update(title=dict(text=y_title), type="category")
+    n_layers = max(len(scores) for scores in grids.values())
+    layout.update(height=120 + 60 * n_layers, margin=dict(l=50, r=20, t=50, b=40))
+    return figure(traces, layout)
+
+
+def _head_heatmap(
+    scores: np.ndarray, name: str, x_title: str, y_title: str, zmax: float, last: bool
+) -> dict:
     scores = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=0.0)
     n_layers, n_heads = scores.shape
-    heatmap = dict(
+    return dict(
         type="heatmap",
+        name=name,
         z=scores,
         x=[str(h) for h in range(n_heads)],
         y=[str(layer) for layer in range(n_layers)],
         zmin=0.0,
         zmax=zmax,
         colorscale="Blues",
+        showscale=last,  # one colour bar serves every grid: the same scale
         text=[[f"{v:.2f}" for v in row] for row in scores],
         texttemplate="%{text}",
         # In the page's language: the axis titles name the layer and the head.
-        hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}: %{{z:.3f}}<extra></extra>",
+        hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}: %{{z:.3f}}<extra>{name}</extra>",
     )
-    layout = dict(
-        title=dict(text=title),
-        # Layers and heads are names, not a scale: one tick each, no half-layers.
-        xaxis=dict(title=dict(text=x_title), type="category"),
-        yaxis=dict(title=dict(text=y_title), type="category"),
-        height=120 + 60 * n_layers,
-        margin=dict(l=50, r=20, t=50, b=40),
-    )
-    return figure([heatmap], layout)

@@ -326,6 +326,26 @@ def image_format_choice() -> None:
     )
 
 
+# Each chart offers its numbers in one file format, chosen once in the sidebar like the
+# image format. A button per format under every chart cost ~0.6 ms of server work per
+# chart on every keystroke (an element and its messages), ~7 ms a rerun on the masks
+# lesson (docs/PERFORMANCE.md).
+DATA_FORMAT_KEY = "data_format"
+DATA_FORMATS = {"csv": (to_csv, "text/csv"), "json": (to_json, "application/json")}
+
+
+def data_format_choice() -> None:
+    st.sidebar.segmented_control(
+        t("app.data_format"),
+        tuple(DATA_FORMATS),
+        format_func=str.upper,
+        default="csv",
+        required=True,
+        key=DATA_FORMAT_KEY,
+        help=t("app.data_format_help"),
+    )
+
+
 # --- the chart library, fetched while the server still works on the first chart ---
 # Streamlit's browser code loads plotly (4.7 MB of JavaScript, 1-2.5 s to fetch and
 # evaluate here) only when the first chart arrives. On a fresh server the first visit
@@ -387,28 +407,24 @@ def show_chart(fig, key: str, *, summary: str | None = None, data: dict | None =
         if summary is not None:
             st.caption(markdown_literal(summary), width="stretch")
         if data is not None:
-            # The two buttons stay together when a long summary wraps.
-            with st.container(horizontal=True, gap="small", width="content"):
-                _data_downloads(key, data)
+            _data_download(key, data)
 
 
-def _data_downloads(key: str, data: dict) -> None:
-    for extension, convert, mime in (
-        ("csv", to_csv, "text/csv"),
-        ("json", to_json, "application/json"),
-    ):
-        st.download_button(
-            extension.upper(),
-            data=lambda convert=convert: convert(data),
-            file_name=f"seqlens-{key}.{extension}",
-            mime=mime,
-            key=f"{key}.{extension}",
-            on_click="ignore",
-            icon=":material/download:",
-            help=t("app.download_data_help"),
-            type="tertiary",
-            width="content",
-        )
+def _data_download(key: str, data: dict) -> None:
+    extension = st.session_state.get(DATA_FORMAT_KEY) or "csv"
+    convert, mime = DATA_FORMATS[extension]
+    st.download_button(
+        extension.upper(),
+        data=lambda: convert(data),
+        file_name=f"seqlens-{key}.{extension}",
+        mime=mime,
+        key=f"{key}.{extension}",
+        on_click="ignore",
+        icon=":material/download:",
+        help=t("app.download_data_help"),
+        type="tertiary",
+        width="content",
+    )
 
 
 def _first_time_under_spinner(done: threading.Event, message_key: str, load):

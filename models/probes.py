@@ -104,8 +104,7 @@ def char_surprisal(model: SequenceModel, text: str, vocab: tuple[str, ...]) -> n
     index = {c: i for i, c in enumerate(vocab)}
     fallback = index.get(" ", 0)
     ids = torch.tensor([[index.get(c, fallback) for c in text]])
-    with torch.no_grad():
-        log_probs = torch.log_softmax(model(ids)[0, :-1], dim=-1)
+    log_probs = torch.log_softmax(model.predict(ids)[0, :-1], dim=-1)
     targets = ids[0, 1:]
     bits = -log_probs[torch.arange(len(targets)), targets].numpy().astype(np.float64) / np.log(2)
     bits[[c not in index for c in text[1:]]] = np.nan

@@ -131,5 +131,33 @@ class SequenceModel(nn.Module):
     def forward(self, inputs: torch.Tensor, decoder_inputs: torch.Tensor | None = None):
         return self.hidden(inputs, decoder_inputs) @ self.W_U + self.b_U
 
+    def predict(self, inputs: torch.Tensor) -> torch.Tensor:
+        """`forward(inputs)` without gradients, for reading a trained model on every rerun.
+
+        An LSTM core runs through torch's fused LSTM with the core's own weights: the same
+        numbers (float32 rounding) in one call instead of a Python step per character
+        (64 characters: ~0.3 ms against ~3 ms). The core's loop keeps the gates, which
+        the lessons draw; the readout needs only H."""
+        with torch.no_grad():
+            if self.spec.kind != "lstm" or self.spec.features:
+                return self(inputs)
+            return _fused_lstm_hidden(self.core, self.embed(inputs)) @ self.W_U + self.b_U
+
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+
+# torch's LSTM orders its gates (input, forget, cell candidate, output); ours (I, F, O, C_tilde).
+_TORCH_LSTM_ORDER = ("I", "F", "C_tilde", "O")
+
+
+def _fused_lstm_hidden(core: Recurrent, X: torch.Tensor) -> torch.Tensor:
+    """`core(X)["H"]` for an LSTM core from zero state, by `torch.lstm`. Nothing is stored
+    on the shared core: its weights are rearranged into torch's layout on each call."""
+    parts = [core.weights(gate) for gate in _TORCH_LSTM_ORDER]
+    W_x, W_h, b = (torch.cat([part[i] for part in parts], dim=-1) for i in range(3))
+    batch = X if X.ndim == 3 else X.reshape(-1, *X.shape[-2:])
+    zeros = batch.new_zeros((1, batch.shape[0], core.cfg.num_hiddens))
+    params = [W_x.T.contiguous(), W_h.T.contiguous(), b, torch.zeros_like(b)]
+    H, _, _ = torch.lstm(batch, (zeros, zeros), params, True, 1, 0.0, False, False, True)
+    return H.reshape(*X.shape[:-1], core.cfg.num_hiddens)

@@ -12,7 +12,7 @@ from components.recurrent import lines_figure
 from components.training import (
     NGRAM_COLOR,
     bars_figure,
-    head_grid_figure,
+    head_grids_figure,
     perplexity_colors,
 )
 from components.widgets import (
@@ -351,25 +351,28 @@ def induction_heads() -> tuple[dict, float]:
 
 heads, induction_accuracy = induction_heads()
 best = circuit(heads)
-ind_col, prev_col = st.columns(2)
-for where, name, key in (
-    (ind_col, "induction", "tr_heads_induction"),
-    (prev_col, "previous_token", "tr_heads_previous"),
-):
-    scores = heads[name]
-    layer, head, score = best[name]
-    with where:
-        show_chart(
-            head_grid_figure(
-                scores,
-                title=t(f"training.heads.{name}"),
-                x_title=t("training.heads.head"),
-                y_title=t("training.heads.layer"),
-            ),
-            key=key,
-            summary=t(f"training.heads.summary_{name}", layer=layer, head=head, score=score),
-            data={f"layer{i}": row for i, row in enumerate(scores)},
+# Both scores in one chart: one summary, one download of both grids.
+SCORES = ("induction", "previous_token")
+show_chart(
+    head_grids_figure(
+        {t(f"training.heads.{name}"): heads[name] for name in SCORES},
+        x_title=t("training.heads.head"),
+        y_title=t("training.heads.layer"),
+    ),
+    key="tr_heads",
+    summary=" · ".join(
+        t(
+            f"training.heads.summary_{name}",
+            layer=best[name][0],
+            head=best[name][1],
+            score=best[name][2],
         )
+        for name in SCORES
+    ),
+    data={f"{name}_layer{i}": row for name in SCORES for i, row in enumerate(heads[name])},
+)
+(i_layer, i_head, i_score), (p_layer, p_head, p_score) = best["induction"], best["previous_token"]
+# One caption of two paragraphs: how the scores are measured, then what they show.
 st.caption(
     t(
         "training.heads.explain",
@@ -377,10 +380,8 @@ st.caption(
         shortest=induction_task.min_repeat,
         longest=induction_task.max_repeat,
     )
-)
-(i_layer, i_head, i_score), (p_layer, p_head, p_score) = best["induction"], best["previous_token"]
-st.caption(
-    t(
+    + "\n\n"
+    + t(
         "training.heads.circuit",
         p_layer=p_layer,
         p_head=p_head,
@@ -427,7 +428,7 @@ else:
         ngram_name if kind == "ngram" else LABELS[kind]: values
         for kind, values in surprisal("".join(chars)).items()
     }
-    unknown = sorted({c for c in chars if c not in set(lm_task.vocab)})
+    unknown = sorted(set(chars).difference(lm_task.vocab))
     if unknown:
         st.warning(t("training.yours.unknown", count=len(unknown)))
         st.text(" ".join(unknown))

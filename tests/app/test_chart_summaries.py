@@ -1,5 +1,5 @@
 """Every chart of every lesson says in one line what it shows, in the page's language,
-and offers the numbers behind it as CSV and JSON.
+and offers the numbers behind it, as CSV or JSON (the format chosen in the sidebar).
 
 The lessons come from components.lessons.LESSONS, so a lesson added later is held to
 this as soon as it is registered.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import every_tab
+from conftest import every_tab, open_lesson
 from streamlit.testing.v1.element_tree import Block, Caption, DownloadButton, UnknownElement
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -35,7 +35,7 @@ def chart_furniture(at) -> dict[str, tuple[str | None, set[str]]]:
         summary, files = None, set()
         below = siblings[index + 1] if index + 1 < len(siblings) else None
         if isinstance(below, Block):
-            for item, _, _ in _walk(below):  # the buttons sit in a block of their own
+            for item, _, _ in _walk(below):
                 if isinstance(item, Caption):
                     summary = item.value
                 elif isinstance(item, DownloadButton):
@@ -57,4 +57,14 @@ def test_every_chart_has_a_summary_and_its_numbers_to_download(lesson_path, lang
         assert re.search(r"\d", summary), f"{lesson_path}: {key}: {summary!r}"
         if language == "zh":
             assert CJK.search(summary), f"{lesson_path}: {key} is summarised in English"
-        assert files == {f"{key}.csv", f"{key}.json"}, f"{lesson_path}: chart {key}: {files}"
+        assert files == {f"{key}.csv"}, f"{lesson_path}: chart {key}: {files}"
+
+
+def test_the_data_format_chosen_in_the_sidebar_is_every_chart_s(lesson_path):
+    at = open_lesson(lesson_path, SENTENCE)
+    at.button_group(key="data_format").set_value("json").run()
+    assert not at.exception, [e.value for e in at.exception]
+    charts = chart_furniture(at)
+    assert charts
+    for key, (_, files) in charts.items():
+        assert files == {f"{key}.json"}, f"{lesson_path}: chart {key}: {files}"

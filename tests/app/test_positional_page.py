@@ -132,3 +132,26 @@ def _values(y) -> list[float]:
         dtype = np.dtype(y["dtype"])
         return list(np.frombuffer(base64.b64decode(y["bdata"]), dtype=dtype))
     return list(y)
+
+
+def test_the_example_pairs_are_tabled_with_each_encodings_distance_measured_anew():
+    from models.tokenizer import Tokenizer
+    from models.transformer import Transformer, TransformerConfig
+
+    at = open_lesson("positional", "dog bites man")
+    table = at.dataframe[0].value
+    assert list(table.columns) == ["pair", "encoding", "distance of mean outputs"]
+    tokenizer = Tokenizer()
+    expected = []
+    for first, second in (("dog bites man", "man bites dog"), ("我爱你", "你爱我")):
+        for scheme in pe.SCHEMES:
+            cfg = TransformerConfig(d_vocab=tokenizer.vocab_size, positional=scheme)
+            model = Transformer(cfg, seed=0)
+            a, b = (model(tokenizer.encode(s).ids).detach().numpy() for s in (first, second))
+            distance = np.linalg.norm(a.mean(axis=0) - b.mean(axis=0))
+            expected.append((f"{first} / {second}", scheme_label(scheme), distance))
+    assert [tuple(row[:2]) for row in table.itertuples(index=False)] == [e[:2] for e in expected]
+    np.testing.assert_allclose(table.iloc[:, 2], [e[2] for e in expected], rtol=1e-4, atol=1e-6)
+    assert table.loc[table["encoding"] == scheme_label("none"), table.columns[2]].max() < 1e-4
+    captions = " ".join(c.value for c in at.caption)
+    assert "Two classic pairs, run live" in captions and "\n\n" in captions

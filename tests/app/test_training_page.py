@@ -67,7 +67,7 @@ def test_the_accuracy_by_lag_chart_shows_the_shipped_table():
         trace = next(tr for tr in figure["data"] if tr["name"] == names[kind])
         assert list(plotly_array(trace["x"])) == table["lags"]
         np.testing.assert_allclose(plotly_array(trace["y"]), [row[str(g)] for g in table["lags"]])
-    for key in ("tr_ngram_unseen", "tr_perplexity", "tr_heads_induction", "tr_yours"):
+    for key in ("tr_ngram_unseen", "tr_perplexity", "tr_heads", "tr_yours"):
         assert chart(at, key)["data"]
 
 
@@ -97,5 +97,6 @@ def test_the_induction_heads_are_named_with_the_scores_measured_from_the_shipped
     assert f"layer {i_layer} head {i_head} puts {i_score:.2f} on the token after" in captions
     assert f"{loaded.metrics['accuracy']:.1%}" in captions
     assert "always starts at position" not in captions  # the shortcut story is gone
-    figure = chart(at, "tr_heads_induction")
-    np.testing.assert_allclose(plotly_array(figure["data"][0]["z"]), scores["induction"], atol=1e-6)
+    figure = chart(at, "tr_heads")
+    for trace, name in zip(figure["data"], ("induction", "previous_token"), strict=True):
+        np.testing.assert_allclose(plotly_array(trace["z"]), scores[name], atol=1e-6)

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
-from models.probes import circuit, head_scores, pattern_scores, previous_occurrence
+from models.probes import (
+    char_surprisal,
+    circuit,
+    head_scores,
+    pattern_scores,
+    previous_occurrence,
+)
 from models.task_models import ModelSpec, SequenceModel
 from models.tasks import IGNORE, make_task
 
@@ -78,3 +85,48 @@ def test_head_scores_of_a_transformer_are_mean_weights_and_refuse_other_models()
         assert values.shape == (2, 2) and ((values >= 0) & (values <= 1)).all()
     with pytest.raises(ValueError):
         head_scores(SequenceModel(ModelSpec("lstm", 10, 10, d_model=8), seed=1), task)
+
+
+def _randomised(model: SequenceModel, seed: int = 3) -> SequenceModel:
+    """`model` with every weight and bias drawn at random, so each gate's bias counts."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.copy_(torch.randn(param.shape, generator=generator) * 0.5)
+    return model.freeze()
+
+
+@pytest.mark.parametrize("kind", ["rnn", "lstm", "gru", "transformer"])
+def test_predict_gives_what_forward_gives(kind):
+    model = _randomised(SequenceModel(ModelSpec(kind, n_in=11, n_out=11, d_model=16), seed=2))
+    ids = torch.randint(0, 11, (3, 40), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = model(ids)
+    torch.testing.assert_close(model.predict(ids), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(model.predict(ids[0]), expected[0], atol=1e-5, rtol=1e-5)
+
+
+def test_predict_reads_feature_inputs_as_forward_does():
+    spec = ModelSpec("lstm", n_in=2, n_out=1, d_model=8, features=True)
+    model = _randomised(SequenceModel(spec, seed=0))
+    X = torch.randn(2, 25, 2, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        torch.testing.assert_close(model.predict(X), model(X), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "transformer"])
+def test_char_surprisal_is_minus_log2_of_the_next_characters_probability(kind):
+    vocab = tuple(" abcdefgh")
+    model = _randomised(SequenceModel(ModelSpec(kind, n_in=len(vocab), n_out=len(vocab)), seed=1))
+    text = "bad cafe?hedge"  # "?" is outside the alphabet: read as a space, scored NaN
+    bits = char_surprisal(model, text, vocab)
+    ids = torch.tensor([[vocab.index(c) if c in vocab else 0 for c in text]])
+    with torch.no_grad():
+        probs = torch.softmax(model(ids)[0], dim=-1).numpy().astype(np.float64)
+    for i in range(1, len(text)):
+        if text[i] in vocab:
+            assert bits[i - 1] == pytest.approx(
+                -np.log2(probs[i - 1, vocab.index(text[i])]), abs=1e-4
+            )
+        else:
+            assert np.isnan(bits[i - 1])

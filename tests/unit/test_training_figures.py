@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from components.training import NGRAM_COLOR, bars_figure, head_grid_figure, perplexity_colors
+from components.training import NGRAM_COLOR, bars_figure, head_grids_figure, perplexity_colors
 from models.task_models import ModelSpec, SequenceModel
 from models.tasks import make_task
 from models.trained_sources import complete_runs, example, inputs_for
@@ -27,16 +27,31 @@ def test_neural_models_keep_their_colours_and_ngrams_are_grey():
 
 def test_head_grid_writes_each_score_in_its_cell():
     scores = np.array([[0.1, 0.9], [np.nan, 0.5]])
-    fig = head_grid_figure(scores)
+    fig = head_grids_figure({"a": scores})
     assert fig.data[0].text[0][1] == "0.90" and fig.data[0].text[1][0] == "0.00"
     assert np.isfinite(np.asarray(fig.data[0].z, dtype=float)).all()
 
 
 def test_head_grid_hover_names_layer_and_head_in_the_page_language():
-    fig = head_grid_figure(np.zeros((2, 4)), x_title="头", y_title="层")
+    fig = head_grids_figure({"归纳": np.zeros((2, 4))}, x_title="头", y_title="层")
     assert fig.data[0].hovertemplate.startswith("层 %{y} · 头 %{x}")
     assert "layer" not in fig.data[0].hovertemplate
     assert fig.layout.xaxis.type == fig.layout.yaxis.type == "category"  # no half-layer ticks
+
+
+def test_head_grids_stand_side_by_side_titled_on_one_colour_scale():
+    first, second = np.full((2, 4), 0.2), np.full((2, 4), 0.7)
+    fig = head_grids_figure({"Induction": first, "Previous": second}, x_title="h", y_title="l")
+    left, right = fig.data
+    np.testing.assert_allclose(np.asarray(left.z), first)
+    np.testing.assert_allclose(np.asarray(right.z), second)
+    assert (left.xaxis, left.yaxis, right.xaxis, right.yaxis) == ("x", "y", "x2", "y2")
+    assert fig.layout.xaxis.domain[1] < fig.layout.xaxis2.domain[0]  # apart, not overlaid
+    assert fig.layout.xaxis2.type == fig.layout.yaxis2.type == "category"
+    assert [a.text for a in fig.layout.annotations] == ["Induction", "Previous"]
+    assert (left.zmin, left.zmax) == (right.zmin, right.zmax)
+    assert (left.showscale, right.showscale) == (False, True)  # one bar for the shared scale
+    assert left.hovertemplate.endswith("<extra>Induction</extra>")
 
 
 def test_only_runs_with_all_four_models_are_offered():
