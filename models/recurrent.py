@@ -126,6 +126,21 @@ class Recurrent(nn.Module):
         parts = [self.weights(g, dtype) for g in gates]
         return tuple(torch.cat([p[i] for p in parts], dim=-1) for i in range(3))
 
+    def trace_names(self) -> tuple[str, ...]:
+        """The names of what `forward` returns for every step: H, every gate, and C (LSTM)."""
+        cell = self.cfg.cell
+        return ("H", *GATES[cell], "C") if cell == "lstm" else ("H", *GATES[cell])
+
+    def stacked_numpy(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`stacked_weights()` as float32 numpy arrays, stacked by numpy from views of the
+        parameters: no torch call, each of which lets go of the GIL and waits to take it
+        back while a busy server's other threads hold it."""
+        parts = [
+            [getattr(self, f"{p}{_SUFFIX[g]}").detach().numpy() for p in ("W_x", "W_h", "b_")]
+            for g in GATES[self.cfg.cell]
+        ]
+        return tuple(np.concatenate([part[i] for part in parts], axis=-1) for i in range(3))
+
     def forward(
         self,
         X: torch.Tensor,
@@ -194,12 +209,15 @@ class Recurrent(nn.Module):
         if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] != self.cfg.num_inputs:
             raise ValueError(f"X must be [T ≥ 1, {self.cfg.num_inputs}], got {X.shape}")
         cell, n_h, n_steps = self.cfg.cell, self.cfg.num_hiddens, X.shape[0]
-        W_x, W_h, b = (w.numpy() for w in self.stacked_weights())
-        names = ("H", *GATES[cell], "C") if cell == "lstm" else ("H", *GATES[cell])
-        trace = {name: np.empty((n_steps, n_h), dtype=np.float32) for name in names}
+        W_x, W_h, b = self.stacked_numpy()
+        # The input part of every step at once, by torch (one thread, models/runtime.py):
+        # numpy's BLAS would split a product this size over every core, and its idle
+        # threads then spin. The per-step products below are too small to be split.
+        products = (torch.from_numpy(X) @ torch.from_numpy(W_x)).numpy()
+        trace = {name: np.empty((n_steps, n_h), dtype=np.float32) for name in self.trace_names()}
         H = C = np.zeros(n_h, dtype=np.float32)
         with np.errstate(over="ignore", invalid="ignore"):
-            inputs = X @ W_x + b
+            inputs = products + b
             for t in range(n_steps):
                 if cell == "rnn":
                     H = _activate_numpy(inputs[t] + H @ W_h, self.cfg.activation)

@@ -224,6 +224,20 @@ def test_the_numpy_pass_overflows_where_forward_does():
             np.testing.assert_array_equal(np.isnan(value), reference[name].isnan().numpy())
 
 
+@pytest.mark.parametrize("cell", ["rnn", "lstm", "gru"])
+def test_numpy_weights_are_the_stacked_weights_as_they_are_now(cell):
+    model = _model(cell)
+    for fast, stacked in zip(model.stacked_numpy(), model.stacked_weights(), strict=True):
+        assert fast.dtype == np.float32
+        np.testing.assert_array_equal(fast, stacked.numpy())
+    # Read afresh each call: a weight changed in place shows at once.
+    changed = {"rnn": "W_xh", "lstm": "b_f", "gru": "W_hz"}[cell]
+    with torch.no_grad():
+        getattr(model, changed).add_(1.0)
+    for fast, stacked in zip(model.stacked_numpy(), model.stacked_weights(), strict=True):
+        np.testing.assert_array_equal(fast, stacked.numpy())
+
+
 def test_the_numpy_pass_refuses_a_wrong_shape():
     model = _model("gru")
     for bad in (np.zeros((0, N_IN)), np.zeros((3, N_IN + 1)), np.zeros((2, 3, N_IN))):
