@@ -11,14 +11,14 @@ from components.masks import step_heatmap
 from components.positional import (
     SCHEME_COLORS,
     curves_figure,
-    encoding_heatmap,
+    encoding_figure,
     error_bars_figure,
     matrix_figure,
     per_token_figure,
     scheme_label,
-    waves_figure,
 )
 from components.summaries import (
+    SEPARATOR,
     bars_summary,
     diagonal_summary,
     encoding_summary,
@@ -160,20 +160,18 @@ def sentence_view() -> None:
         table = learned_table(span)
     end_text = t("positional.sentence_end")
     positions = np.arange(span)
+    dims = sorted(dims)
+    # One chart: the table and, under it, the chosen dimensions over the same positions;
+    # the download holds the whole table (the curves are columns of it).
     show_chart(
-        encoding_heatmap(table, n, end_text=end_text),
+        encoding_figure(table, dims, n, end_text=end_text),
         key="pe_heatmap",
-        summary=encoding_summary(table, n),
-        data={"position": positions, "dimension": np.arange(cfg.d_model), "value": table},
+        summary=SEPARATOR.join(
+            [encoding_summary(table, n)] + ([waves_summary(table, dims)] if dims else [])
+        ),
+        data={"position": positions, "dimension": np.arange(cfg.d_model), "value": table}
+        | {t("chart.dim", dim=d): table[:, d] for d in dims},
     )
-    if dims:
-        dims = sorted(dims)
-        show_chart(
-            waves_figure(table, dims, n, end_text=end_text),
-            key="pe_waves",
-            summary=waves_summary(table, dims),
-            data={"position": positions} | {t("chart.dim", dim=d): table[:, d] for d in dims},
-        )
     st.caption(
         t(
             f"positional.table.explain.{table_scheme}",
