@@ -25,7 +25,15 @@ import numpy as np
 import torch
 
 from models.inputs import Note
-from models.recurrent import ACTIVATIONS, INITS, MAX_HIDDENS, Recurrent, readout
+from models.recurrent import (
+    ACTIVATIONS,
+    INITS,
+    MAX_HIDDENS,
+    Recurrent,
+    one_core_matmul,
+    readout,
+    readout_array,
+)
 
 MAX_T = 512
 HIDDEN_SIZES = (8, 16, 32, 64, 128, 256)
@@ -109,7 +117,7 @@ def lesson_inputs(transformer, ids: tuple[int, ...] | None, n_steps: int) -> tor
     `W_E[ids]` for a sentence, or a synthetic sequence of `n_steps` when `ids` is None."""
     if ids is None:
         return synthetic_inputs(n_steps, transformer.cfg.d_model)
-    return transformer.W_E[torch.tensor(ids, dtype=torch.long)].detach()
+    return torch.from_numpy(transformer.W_E.detach().numpy()[np.asarray(ids, dtype=np.int64)])
 
 
 # --- gradients ---------------------------------------------------------------------------------
@@ -126,6 +134,14 @@ def last_nonfinite(values: np.ndarray, upto: int) -> int | None:
     where a backward pass from step `upto` first overflowed."""
     rows = ~np.isfinite(values[: upto + 1].reshape(upto + 1, -1)).all(axis=1)
     return int(np.flatnonzero(rows)[-1]) if rows.any() else None
+
+
+def _float32(value: torch.Tensor) -> torch.Tensor:
+    """`value` as float32 outside any graph: itself when it is already, without a torch call
+    (each lets go of the GIL, and on a busy server waits to take it back)."""
+    if value.dtype == torch.float32 and not value.requires_grad:
+        return value
+    return value.detach().to(torch.float32)
 
 
 def _frozen_check(model: torch.nn.Module) -> None:
@@ -160,9 +176,9 @@ def recurrent_gradient_flow(
     n_steps = X.shape[0]
     if not 0 <= tau < n_steps:
         raise ValueError(f"the loss step must be in [0, {n_steps})")
-    u = (readout(model.cfg.num_hiddens) if u is None else u).to(torch.float32)
-    X = X.detach().to(torch.float32)
+    X = _float32(X)
     if method == "autograd":
+        u = _float32(readout(model.cfg.num_hiddens) if u is None else u)
         X = X.clone().requires_grad_(True)
         probe = torch.zeros(n_steps, model.cfg.num_hiddens, requires_grad=True)
         with torch.enable_grad():
@@ -176,7 +192,7 @@ def recurrent_gradient_flow(
     elif method == "closed_form":
         out = model.forward_numpy(X.numpy())  # fresh arrays, nothing else holds them
         trace = None  # tensors of the same arrays, made only if the spectra need them
-        u = u.detach().numpy()
+        u = readout_array(model.cfg.num_hiddens) if u is None else _float32(u).numpy()
         loss = float(out["H"][tau] @ u)
         grad_H, grad_X = bptt(model, out, tau, u)
     else:
@@ -228,9 +244,7 @@ def bptt(
             _lstm_adjoints(trace, W_hT, g, tau, grad_H, d)
         else:
             _gru_adjoints(trace, W_h, W_hT, g, tau, grad_H, d)
-    # Products of whole sequences by torch (one thread): numpy's BLAS would split them over
-    # every core (see Recurrent.forward_numpy).
-    return grad_H, (torch.from_numpy(d) @ torch.from_numpy(W_x).T).numpy()
+    return grad_H, one_core_matmul(d, W_x.T)
 
 
 def _rnn_adjoints(activation, H, W_hT, g, tau, grad_H, d) -> None:
@@ -279,8 +293,7 @@ def _gru_adjoints(trace, W_h, W_hT, g, tau, grad_H, d) -> None:
     Z, R, H_tilde = trace["Z"], trace["R"], trace["H_tilde"]
     n = Z.shape[1]
     H_prev = _previous(trace["H"])
-    # H_{t−1} W_hh, which R multiplies
-    h_h = (torch.from_numpy(H_prev) @ torch.from_numpy(W_h[:, 2 * n :])).numpy()
+    h_h = one_core_matmul(H_prev, W_h[:, 2 * n :])  # H_{t−1} W_hh, which R multiplies
     k_Z = (H_prev - H_tilde) * Z * (1 - Z)
     k_H = (1 - Z) * (1 - H_tilde**2)
     k_R = h_h * R * (1 - R)
@@ -322,15 +335,16 @@ def transformer_gradient_flow(
         raise ValueError(f"the loss step must be in [0, {X.shape[0]})")
     if method not in ("auto", "closed_form", "autograd"):
         raise ValueError("method must be 'auto', 'closed_form' or 'autograd'")
-    u = (readout(model.cfg.d_model) if u is None else u).to(torch.float32)
-    X = X.detach().to(torch.float32)
+    X = _float32(X)
     if method == "auto":
         cfg = model.cfg
         small = X.shape[0] * cfg.d_model * cfg.d_mlp <= WRITTEN_OUT_PRODUCT
         method = "closed_form" if small and cfg.positional in ADDED_POSITIONS else "autograd"
     if method == "closed_form":
-        grad_X, loss = transformer_backward(model, X.numpy(), tau, u.numpy())
+        u = readout_array(model.cfg.d_model) if u is None else _float32(u).numpy()
+        grad_X, loss = transformer_backward(model, X.numpy(), tau, u)
     else:
+        u = _float32(readout(model.cfg.d_model) if u is None else u)
         X = X.clone().requires_grad_(True)
         with torch.enable_grad():
             loss = transformer_from_embeddings(model, X)[tau] @ u
