@@ -69,7 +69,10 @@ def step_heatmap(
     0…1 attention colours, otherwise diverging colours centred on zero. Small matrices
     write each value in its cell (`cell_text`, in `value_format`). `shapes` are drawn over
     the cells."""
-    matrix = np.asarray(matrix, dtype=np.float64)
+    # Traces are float32: sent as they are, the same numbers in half the bytes of float64.
+    matrix = np.asarray(matrix)
+    if matrix.dtype != np.float32:
+        matrix = matrix.astype(np.float64)
     hidden = np.zeros(matrix.shape, dtype=bool) if masked is None else np.asarray(masked)
     finite = matrix[~hidden]
     if not np.isfinite(finite).all():
@@ -229,7 +232,7 @@ def cache_growth_figure(
 ) -> PlainFigure:
     """The cached keys (or values) of one head `[pos, d_head]`; the last `new_rows` rows
     (this step's) outlined."""
-    keys = np.asarray(keys, dtype=np.float64)
+    keys = np.asarray(keys)
     n = keys.shape[0]
     this_step = dict(
         type="rect",

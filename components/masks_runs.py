@@ -8,7 +8,6 @@ They live here, not in pages/masks.py: a page runs again on every rerun, and a
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -22,25 +21,6 @@ from components.widgets import (
 )
 from models import cost, kv_cache, masks, scaling
 from models import trained_sources as ts
-from models.checkpoints import Checkpoint
-from models.transformer import TransformerConfig
-
-
-@dataclass(frozen=True)
-class StepSetup:
-    """What the step-by-step section's controls chose; `checkpoint` is None for the
-    lesson's random Transformer, else the trained one (kept under `stem`). Defined here,
-    not in the page: a class statement run on every rerun costs ~1.5 ms."""
-
-    kind: str
-    checkpoint: Checkpoint | None
-    stem: str
-    cfg: TransformerConfig
-    layer: int
-    head: int
-    window: int
-    prefix: int
-    second_raw: str
 
 
 def trained_read(task: dict, text: str, limit: int, index: int = 0) -> ts.Reading:

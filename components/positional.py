@@ -21,6 +21,12 @@ SCHEME_COLORS = dict(
 )
 
 
+# The combined table chart: its height and the share of it the curves take.
+ENCODING_HEIGHT = 760
+WAVES_SHARE = 0.4
+WAVES_GAP = 0.06
+
+
 def scheme_label(code: str) -> str:
     """A scheme's name in the current language ("sinusoidal" → "正弦"); other names as given."""
     return t(f"positional.scheme.{code}") if code in SCHEME_COLORS else code
@@ -67,6 +73,15 @@ def encoding_heatmap(
     table: np.ndarray, n_sentence: int, title: str = "", end_text: str = ""
 ) -> PlainFigure:
     """A `[position, dimension]` table: x is the position, y the dimension."""
+    heatmap, xaxis, yaxis = _table_heatmap(table)
+    layout = frame_layout(
+        title, 420, xaxis=xaxis, yaxis=yaxis, **_end_marker(n_sentence - 0.5, end_text)
+    )
+    return figure([heatmap], layout)
+
+
+def _table_heatmap(table: np.ndarray) -> tuple[dict, dict, dict]:
+    """The table's heatmap trace, its x axis and its y axis."""
     table = _finite(table)
     n_pos, d = table.shape
     limit = float(np.abs(table).max()) or 1.0
@@ -83,20 +98,26 @@ def encoding_heatmap(
         hovertemplate=f"{t('chart.position')} %{{x}}, {t('chart.dimension')} %{{y}}"
         f"<br>{t('chart.value')} %{{z:.4f}}<extra></extra>",
     )
-    layout = frame_layout(
-        title,
-        420,
-        xaxis=axis(t("chart.position"), showgrid=False),
-        yaxis=axis(t("chart.dimension"), autorange="reversed", showgrid=False),
-        **_end_marker(n_sentence - 0.5, end_text),
-    )
-    return figure([heatmap], layout)
+    xaxis = axis(t("chart.position"), showgrid=False)
+    yaxis = axis(t("chart.dimension"), autorange="reversed", showgrid=False)
+    return heatmap, xaxis, yaxis
 
 
 def waves_figure(
     table: np.ndarray, dims: Sequence[int], n_sentence: int, title: str = "", end_text: str = ""
 ) -> PlainFigure:
     """Chosen dimensions of a table as curves over position."""
+    layout = frame_layout(
+        title,
+        360,
+        xaxis=axis(t("chart.position")),
+        yaxis=axis(t("chart.value")),
+        **_end_marker(n_sentence - 0.5, end_text),
+    )
+    return figure(_wave_traces(table, dims), layout)
+
+
+def _wave_traces(table: np.ndarray, dims: Sequence[int]) -> list[dict]:
     table = _finite(table)
     positions = np.arange(table.shape[0])
     position = t("chart.position")
@@ -114,14 +135,35 @@ def waves_figure(
                 hovertemplate=f"{name}<br>{position} %{{x}}: %{{y:.4f}}<extra></extra>",
             )
         )
+    return traces
+
+
+def encoding_figure(
+    table: np.ndarray, dims: Sequence[int], n_sentence: int, end_text: str = ""
+) -> PlainFigure:
+    """The table as a heatmap and, under it on the same position axis, the chosen
+    dimensions as curves (none chosen: the heatmap alone). One chart: zooming into
+    positions zooms both."""
+    if not dims:
+        return encoding_heatmap(table, n_sentence, end_text=end_text)
+    heatmap, xaxis, yaxis = _table_heatmap(table)
+    top = WAVES_SHARE + WAVES_GAP  # the heatmap's panel starts above the curves' one
+    heatmap["colorbar"].update(y=top, yanchor="bottom", len=1 - top)
+    curves = [dict(trace, xaxis="x2", yaxis="y2") for trace in _wave_traces(table, dims)]
+    end = _end_marker(n_sentence - 0.5, end_text)
+    end["shapes"].append(vline(n_sentence - 0.5, end["shapes"][0]["line"], axis_suffix="2"))
     layout = frame_layout(
-        title,
-        360,
-        xaxis=axis(t("chart.position")),
-        yaxis=axis(t("chart.value")),
-        **_end_marker(n_sentence - 0.5, end_text),
+        "",
+        ENCODING_HEIGHT,
+        # The position axis is drawn once, under the curves; the table follows its zoom.
+        xaxis=dict(xaxis, title=None, showticklabels=False, anchor="y", matches="x2"),
+        yaxis=dict(yaxis, domain=[top, 1.0]),
+        xaxis2=axis(t("chart.position"), anchor="y2"),
+        yaxis2=axis(t("chart.value"), anchor="x2", domain=[0.0, WAVES_SHARE]),
+        legend=dict(y=WAVES_SHARE, yanchor="top"),
+        **end,
     )
-    return figure(traces, layout)
+    return figure([heatmap, *curves], layout)
 
 
 def curves_figure(curves: Mapping[str, np.ndarray], x: np.ndarray, *args, **options) -> PlainFigure:

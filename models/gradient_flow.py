@@ -25,7 +25,15 @@ import numpy as np
 import torch
 
 from models.inputs import Note
-from models.recurrent import ACTIVATIONS, INITS, MAX_HIDDENS, Recurrent, readout
+from models.recurrent import (
+    ACTIVATIONS,
+    INITS,
+    MAX_HIDDENS,
+    Recurrent,
+    one_core_matmul,
+    readout,
+    readout_array,
+)
 
 MAX_T = 512
 HIDDEN_SIZES = (8, 16, 32, 64, 128, 256)
@@ -109,7 +117,7 @@ def lesson_inputs(transformer, ids: tuple[int, ...] | None, n_steps: int) -> tor
     `W_E[ids]` for a sentence, or a synthetic sequence of `n_steps` when `ids` is None."""
     if ids is None:
         return synthetic_inputs(n_steps, transformer.cfg.d_model)
-    return transformer.W_E[torch.tensor(ids, dtype=torch.long)].detach()
+    return torch.from_numpy(transformer.W_E.detach().numpy()[np.asarray(ids, dtype=np.int64)])
 
 
 # --- gradients ---------------------------------------------------------------------------------
@@ -126,6 +134,14 @@ def last_nonfinite(values: np.ndarray, upto: int) -> int | None:
     where a backward pass from step `upto` first overflowed."""
     rows = ~np.isfinite(values[: upto + 1].reshape(upto + 1, -1)).all(axis=1)
     return int(np.flatnonzero(rows)[-1]) if rows.any() else None
+
+
+def _float32(value: torch.Tensor) -> torch.Tensor:
+    """`value` as float32 outside any graph: itself when it is already, without a torch call
+    (each lets go of the GIL, and on a busy server waits to take it back)."""
+    if value.dtype == torch.float32 and not value.requires_grad:
+        return value
+    return value.detach().to(torch.float32)
 
 
 def _frozen_check(model: torch.nn.Module) -> None:
@@ -160,9 +176,9 @@ def recurrent_gradient_flow(
     n_steps = X.shape[0]
     if not 0 <= tau < n_steps:
         raise ValueError(f"the loss step must be in [0, {n_steps})")
-    u = (readout(model.cfg.num_hiddens) if u is None else u).to(torch.float32)
-    X = X.detach().to(torch.float32)
+    X = _float32(X)
     if method == "autograd":
+        u = _float32(readout(model.cfg.num_hiddens) if u is None else u)
         X = X.clone().requires_grad_(True)
         probe = torch.zeros(n_steps, model.cfg.num_hiddens, requires_grad=True)
         with torch.enable_grad():
@@ -175,8 +191,8 @@ def recurrent_gradient_flow(
         grad_X, grad_H = grad_X.numpy(), grad_H.numpy()
     elif method == "closed_form":
         out = model.forward_numpy(X.numpy())  # fresh arrays, nothing else holds them
-        trace = {name: torch.from_numpy(value) for name, value in out.items()}
-        u = u.detach().numpy()
+        trace = None  # tensors of the same arrays, made only if the spectra need them
+        u = readout_array(model.cfg.num_hiddens) if u is None else _float32(u).numpy()
         loss = float(out["H"][tau] @ u)
         grad_H, grad_X = bptt(model, out, tau, u)
     else:
@@ -184,6 +200,8 @@ def recurrent_gradient_flow(
     if spectra:
         state_size = model.cfg.num_hiddens * (2 if model.cfg.cell == "lstm" else 1)
         out["jacobian_steps"] = jacobian_steps(n_steps, state_size)
+        if trace is None:
+            trace = {name: torch.from_numpy(out[name]) for name in model.trace_names()}
         out["jacobian_norms"] = trace_jacobian_norms(model, trace, out["jacobian_steps"])
     with np.errstate(over="ignore", invalid="ignore"):
         out["grad_H"] = np.linalg.norm(grad_H.astype(np.float64), axis=1)
@@ -213,7 +231,7 @@ def bptt(
     cfg = model.cfg
     H = trace["H"]
     n_steps, n = H.shape
-    W_x, W_h, _ = (w.numpy() for w in model.stacked_weights())
+    W_x, W_h, _ = model.stacked_numpy()
     W_hT = np.ascontiguousarray(W_h.T)
     grad_H = np.zeros((n_steps, n), dtype=H.dtype)
     # d[t]: the gradient with respect to the pre-activations whose input part is X_t W_x·.
@@ -226,7 +244,7 @@ def bptt(
             _lstm_adjoints(trace, W_hT, g, tau, grad_H, d)
         else:
             _gru_adjoints(trace, W_h, W_hT, g, tau, grad_H, d)
-        return grad_H, d @ W_x.T
+    return grad_H, one_core_matmul(d, W_x.T)
 
 
 def _rnn_adjoints(activation, H, W_hT, g, tau, grad_H, d) -> None:
@@ -275,7 +293,7 @@ def _gru_adjoints(trace, W_h, W_hT, g, tau, grad_H, d) -> None:
     Z, R, H_tilde = trace["Z"], trace["R"], trace["H_tilde"]
     n = Z.shape[1]
     H_prev = _previous(trace["H"])
-    h_h = H_prev @ W_h[:, 2 * n :]  # H_{t−1} W_hh, which R multiplies
+    h_h = one_core_matmul(H_prev, W_h[:, 2 * n :])  # H_{t−1} W_hh, which R multiplies
     k_Z = (H_prev - H_tilde) * Z * (1 - Z)
     k_H = (1 - Z) * (1 - H_tilde**2)
     k_R = h_h * R * (1 - R)
@@ -301,23 +319,152 @@ def transformer_from_embeddings(model, X: torch.Tensor) -> torch.Tensor:
     return model.ln_final(x)
 
 
-def transformer_gradient_flow(model, X: torch.Tensor, tau: int, u: torch.Tensor | None = None):
-    """‖∂L/∂X_t‖ for the Transformer, L = u · output_τ, through a tensor made for this call."""
+def transformer_gradient_flow(
+    model, X: torch.Tensor, tau: int, u: torch.Tensor | None = None, method: str = "auto"
+):
+    """‖∂L/∂X_t‖ for the Transformer, L = u · output_τ.
+
+    `method="closed_form"` runs the forward pass and its backward pass written out in numpy
+    (`transformer_backward`); `"autograd"` asks torch.autograd.grad through a tensor made for
+    this call. `"auto"` takes the closed form where it applies (position added to the input,
+    products below WRITTEN_OUT_PRODUCT) and autograd otherwise. The tests hold the two equal and
+    both equal to finite differences.
+    """
     _frozen_check(model)
     if not 0 <= tau < X.shape[0]:
         raise ValueError(f"the loss step must be in [0, {X.shape[0]})")
-    u = readout(model.cfg.d_model) if u is None else u
-    X = X.detach().to(torch.float32).clone().requires_grad_(True)
-    with torch.enable_grad():
-        loss = transformer_from_embeddings(model, X)[tau] @ u
-        (grad_X,) = torch.autograd.grad(loss, (X,))
-    grad_X = grad_X.numpy()
+    if method not in ("auto", "closed_form", "autograd"):
+        raise ValueError("method must be 'auto', 'closed_form' or 'autograd'")
+    X = _float32(X)
+    if method == "auto":
+        cfg = model.cfg
+        small = X.shape[0] * cfg.d_model * cfg.d_mlp <= WRITTEN_OUT_PRODUCT
+        method = "closed_form" if small and cfg.positional in ADDED_POSITIONS else "autograd"
+    if method == "closed_form":
+        u = readout_array(model.cfg.d_model) if u is None else _float32(u).numpy()
+        grad_X, loss = transformer_backward(model, X.numpy(), tau, u)
+    else:
+        u = _float32(readout(model.cfg.d_model) if u is None else u)
+        X = X.clone().requires_grad_(True)
+        with torch.enable_grad():
+            loss = transformer_from_embeddings(model, X)[tau] @ u
+            (grad_X,) = torch.autograd.grad(loss, (X,))
+        grad_X, loss = grad_X.numpy(), float(loss.detach())
     return {
         "grad_X": np.linalg.norm(grad_X.astype(np.float64), axis=1),
         "grad_X_rows": grad_X,
-        "loss": float(loss.detach()),
+        "loss": loss,
         "tau": tau,
     }
+
+
+# Positions the written-out backward pass knows: added to the input, so ∂L/∂(X + P) = ∂L/∂X.
+# (RoPE rotates queries and keys, ALiBi biases scores: those go through autograd.)
+ADDED_POSITIONS = ("sinusoidal", "learned", "none")
+# numpy's BLAS (OpenBLAS) splits a product over every core from about 2^20 multiply-adds (the
+# MLP's, pos × d_model × d_mlp, at 64 steps of the lesson's Transformer), its idle threads then
+# spinning. Below this bound (48 steps there) the closed form runs; above it autograd, on
+# torch's one thread.
+WRITTEN_OUT_PRODUCT = 48 * 64 * 256
+
+
+def transformer_backward(model, X: np.ndarray, tau: int, u: np.ndarray) -> tuple[np.ndarray, float]:
+    """`(∂L/∂X [pos, d_model], L)` for L = u · output_τ of `transformer_from_embeddings`, the
+    forward and backward passes written out in numpy float32.
+
+    Why not autograd: every torch call lets go of the GIL and must take it back, and on a
+    busy server the other threads hold it meanwhile; a hundred small calls cost far more
+    than their arithmetic. numpy keeps the GIL for arrays this small.
+
+    Pre-LayerNorm blocks (models/transformer.py): x ← x + attn(ln1(x)); x ← x + mlp(ln2(x));
+    output ln_final(x). Row convention, heads batched along the first axis.
+    """
+    cfg = model.cfg
+    if cfg.cross_attention or cfg.positional not in ADDED_POSITIONS:
+        raise ValueError("written out for encoders and plain decoders with added positions")
+    pos = model.pos_embed(X.shape[0])
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        x = X + pos.numpy() if pos is not None else X
+        saved = []
+        for block in model.blocks:
+            n1, norm1 = _layer_norm(x, block.ln1)
+            attn, heads = _attention(block.attn, n1, cfg.causal)
+            x = x + attn
+            n2, norm2 = _layer_norm(x, block.ln2)
+            a = n2 @ block.mlp.W_in.numpy() + block.mlp.b_in.numpy()
+            gelu, slope = _gelu(a)
+            x = x + gelu @ block.mlp.W_out.numpy() + block.mlp.b_out.numpy()
+            saved.append((norm1, heads, norm2, slope))
+        out, norm_final = _layer_norm(x, model.ln_final)
+        loss = float(out[tau] @ u)
+        d_out = np.zeros_like(out)
+        d_out[tau] = u
+        dx = _layer_norm_back(d_out, norm_final, model.ln_final)
+        for block, (norm1, heads, norm2, slope) in zip(
+            reversed(model.blocks), reversed(saved), strict=True
+        ):
+            d_a = (dx @ _T(block.mlp.W_out.numpy())) * slope
+            dx = dx + _layer_norm_back(d_a @ _T(block.mlp.W_in.numpy()), norm2, block.ln2)
+            dx = dx + _layer_norm_back(_attention_back(block.attn, heads, dx), norm1, block.ln1)
+    return dx, loss
+
+
+def _T(a: np.ndarray) -> np.ndarray:
+    """`a` with its last two axes swapped, laid out afresh. numpy hands a transposed view to
+    BLAS as it is, and OpenBLAS splits such products over every core from about 32 steps
+    on, its idle threads then spinning; the same product of contiguous arrays stays on one."""
+    return np.ascontiguousarray(a.swapaxes(-1, -2))
+
+
+def _layer_norm(x: np.ndarray, ln: torch.nn.LayerNorm):
+    """`ln(x)` and what its backward pass reads: the normalized x and 1/σ per row."""
+    centred = x - x.mean(-1, keepdims=True)
+    inv_std = 1 / np.sqrt((centred**2).mean(-1, keepdims=True) + np.float32(ln.eps))
+    normalized = centred * inv_std
+    return normalized * ln.weight.numpy() + ln.bias.numpy(), (normalized, inv_std)
+
+
+def _layer_norm_back(dy: np.ndarray, norm, ln: torch.nn.LayerNorm) -> np.ndarray:
+    normalized, inv_std = norm
+    g = dy * ln.weight.numpy()
+    mean_g = g.mean(-1, keepdims=True)
+    return inv_std * (g - mean_g - normalized * (g * normalized).mean(-1, keepdims=True))
+
+
+def _gelu(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The exact GELU a·Φ(a) (torch's default) and its slope Φ(a) + a·φ(a); erf from torch
+    (numpy has none)."""
+    cdf = 0.5 * (1 + torch.erf(torch.from_numpy(a * np.float32(1 / math.sqrt(2)))).numpy())
+    density = np.exp(-0.5 * a**2) * np.float32(1 / math.sqrt(2 * math.pi))
+    return a * cdf, cdf + a * density
+
+
+def _attention(attn, x: np.ndarray, causal: bool):
+    """Multi-head self-attention of `x [pos, d_model]` as models/transformer.py computes it;
+    returns the output and the heads' (q, k, v, pattern) `[head, pos, ·]`."""
+    q = x @ attn.W_Q.numpy() + attn.b_Q.numpy()[:, None]
+    k = x @ attn.W_K.numpy() + attn.b_K.numpy()[:, None]
+    v = x @ attn.W_V.numpy() + attn.b_V.numpy()[:, None]
+    scores = q @ _T(k) / np.float32(math.sqrt(q.shape[-1]))
+    if causal:
+        n = x.shape[0]
+        scores = np.where(np.tri(n, dtype=bool), scores, np.float32(-np.inf))
+    pattern = np.exp(scores - scores.max(-1, keepdims=True))
+    pattern /= pattern.sum(-1, keepdims=True)
+    return (pattern @ v @ attn.W_O.numpy()).sum(0) + attn.b_O.numpy(), (q, k, v, pattern)
+
+
+def _attention_back(attn, heads, d_out: np.ndarray) -> np.ndarray:
+    """∂L/∂x of `_attention` from ∂L/∂output. A masked score has pattern 0: no gradient."""
+    q, k, v, pattern = heads
+    d_z = d_out @ _T(attn.W_O.numpy())  # [head, pos, d_head]
+    d_pattern = d_z @ _T(v)
+    d_v = _T(pattern) @ d_z
+    d_scores = pattern * (d_pattern - (d_pattern * pattern).sum(-1, keepdims=True))
+    d_scores /= np.float32(math.sqrt(q.shape[-1]))
+    d_q, d_k = d_scores @ k, _T(d_scores) @ q
+    d_x = d_q @ _T(attn.W_Q.numpy()) + d_k @ _T(attn.W_K.numpy())
+    return (d_x + d_v @ _T(attn.W_V.numpy())).sum(0)
 
 
 # --- step Jacobians in closed form -------------------------------------------------------------

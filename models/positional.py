@@ -13,7 +13,9 @@ scores of head h, m_h = 2^(−8(h+1)/n_heads).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import torch
@@ -255,3 +257,30 @@ def order_effect(outputs: np.ndarray, outputs_reordered: np.ndarray, perm: np.nd
         "pooled": float(np.linalg.norm(outputs.mean(axis=0) - outputs_reordered.mean(axis=0))),
         "scale": float(np.linalg.norm(outputs, axis=1).mean()),
     }
+
+
+def order_effects(models: Mapping[str, Any], ids: Sequence[int], order: str, seed: int) -> dict:
+    """`order_effect` of each model (scheme → Transformer) on `ids` and on `ids` reordered
+    by `permutation(len(ids), order, seed)`, under the scheme's name; "perm": the order."""
+    perm = permutation(len(ids), order, seed)
+    effects = {}
+    for scheme, model in models.items():
+        outputs, reordered = outputs_in_both_orders(model, ids, perm)
+        effects[scheme] = order_effect(outputs, reordered, perm)
+    return effects | {"perm": perm}
+
+
+def pair_distances(
+    models: Mapping[str, Any], tokenizer, pairs: Sequence[tuple[str, str]]
+) -> list[tuple[str, str, float]]:
+    """(pair, scheme, distance between the two sentences' mean output vectors) for each
+    pair of sentences and each model (scheme → Transformer)."""
+    rows = []
+    for first, second in pairs:
+        a, b = tokenizer.encode(first).ids, tokenizer.encode(second).ids
+        for scheme, model in models.items():
+            out_a, _ = model.run_with_cache(list(a))
+            out_b, _ = model.run_with_cache(list(b))
+            pooled = np.linalg.norm(out_a.numpy().mean(axis=0) - out_b.numpy().mean(axis=0))
+            rows.append((f"{first} / {second}", scheme, float(pooled)))
+    return rows

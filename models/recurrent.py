@@ -126,6 +126,21 @@ class Recurrent(nn.Module):
         parts = [self.weights(g, dtype) for g in gates]
         return tuple(torch.cat([p[i] for p in parts], dim=-1) for i in range(3))
 
+    def trace_names(self) -> tuple[str, ...]:
+        """The names of what `forward` returns for every step: H, every gate, and C (LSTM)."""
+        cell = self.cfg.cell
+        return ("H", *GATES[cell], "C") if cell == "lstm" else ("H", *GATES[cell])
+
+    def stacked_numpy(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`stacked_weights()` as float32 numpy arrays, stacked by numpy from views of the
+        parameters: no torch call, each of which lets go of the GIL and waits to take it
+        back while a busy server's other threads hold it."""
+        parts = [
+            [getattr(self, f"{p}{_SUFFIX[g]}").detach().numpy() for p in ("W_x", "W_h", "b_")]
+            for g in GATES[self.cfg.cell]
+        ]
+        return tuple(np.concatenate([part[i] for part in parts], axis=-1) for i in range(3))
+
     def forward(
         self,
         X: torch.Tensor,
@@ -194,12 +209,14 @@ class Recurrent(nn.Module):
         if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] != self.cfg.num_inputs:
             raise ValueError(f"X must be [T ≥ 1, {self.cfg.num_inputs}], got {X.shape}")
         cell, n_h, n_steps = self.cfg.cell, self.cfg.num_hiddens, X.shape[0]
-        W_x, W_h, b = (w.numpy() for w in self.stacked_weights())
-        names = ("H", *GATES[cell], "C") if cell == "lstm" else ("H", *GATES[cell])
-        trace = {name: np.empty((n_steps, n_h), dtype=np.float32) for name in names}
+        W_x, W_h, b = self.stacked_numpy()
+        # The input part of every step at once; the per-step products below are too small
+        # for numpy's BLAS to split over several cores.
+        products = one_core_matmul(X, W_x)
+        trace = {name: np.empty((n_steps, n_h), dtype=np.float32) for name in self.trace_names()}
         H = C = np.zeros(n_h, dtype=np.float32)
         with np.errstate(over="ignore", invalid="ignore"):
-            inputs = X @ W_x + b
+            inputs = products + b
             for t in range(n_steps):
                 if cell == "rnn":
                     H = _activate_numpy(inputs[t] + H @ W_h, self.cfg.activation)
@@ -239,6 +256,22 @@ def _activate(a: torch.Tensor, activation: str) -> torch.Tensor:
     return a
 
 
+# numpy's BLAS (OpenBLAS) splits a product over every core from about 2^20 multiply-adds (and
+# from fewer when an operand is a transposed view), its idle threads then spinning on cores
+# other visitors need. Below this many multiply-adds numpy keeps it on one core.
+ONE_CORE_PRODUCT = 2**19
+
+
+def one_core_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`a @ b` (2-D float32) on one core: numpy for small products (it keeps the GIL, which
+    a torch call lets go of and must wait to take back on a busy server), torch (one
+    thread, models/runtime.py) for large ones. inf and NaN go on as in torch, unwarned."""
+    if a.shape[0] * a.shape[1] * b.shape[1] < ONE_CORE_PRODUCT:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.ascontiguousarray(a) @ np.ascontiguousarray(b)
+    return (torch.from_numpy(np.ascontiguousarray(a)) @ torch.from_numpy(b)).numpy()
+
+
 def _activate_numpy(a: np.ndarray, activation: str) -> np.ndarray:
     if activation == "tanh":
         return np.tanh(a)
@@ -256,6 +289,11 @@ def readout(num_hiddens: int, seed: int = 0) -> torch.Tensor:
     """A fixed random unit vector u: the loss is L = u · H_τ (or u · output_τ). A fresh
     copy each call: the caller may change it."""
     return _readout(num_hiddens, seed).clone()
+
+
+def readout_array(num_hiddens: int, seed: int = 0) -> np.ndarray:
+    """`readout(num_hiddens, seed)` as a fresh numpy array, for the numpy passes."""
+    return _readout(num_hiddens, seed).numpy().copy()
 
 
 @functools.cache

@@ -5,17 +5,14 @@ import streamlit as st
 
 from components import masks_runs
 from components.frame import enter_lesson
-from components.i18n import t
+from components.i18n import current_language, t
 from components.labels import token_labels
 from components.masks import (
     cache_growth_figure,
-    extreme_cell,
     leakage_figure,
     log_x_curves,
-    shape_text,
-    step_heatmap,
 )
-from components.masks_runs import StepSetup
+from components.masks_steps import StepCase, StepSetup, step_charts
 from components.positional import curves_figure
 from components.widgets import (
     about_trained,
@@ -51,8 +48,6 @@ DEFAULT_SECOND = "它太累了"
 CACHE_TAIL = 24
 REPLACEMENTS = ("elephant", "never", "cold", "猫", "?")
 RANDOM = "random"  # the lesson's own random Transformer; otherwise a trained checkpoint
-# The steps whose heatmaps are rows of vectors (positions × dimensions), not query × key.
-VECTOR_STEPS = ("x_query", "hook_q", "hook_k", "hook_v", "hook_z")
 
 
 def weights_label(weights: str) -> str:
@@ -75,19 +70,6 @@ def per_step_figure(cached: np.ndarray, full: np.ndarray, measure: str):
         y_title=t(f"masks.kv.{measure}_axis"),
         y_axis=dict(rangemode="tozero"),
     )
-
-
-def step_summary(step: str, matrix: np.ndarray, hidden: np.ndarray, rows, columns) -> str:
-    """One line naming the numbers that stand out in a step's heatmap."""
-    n_hidden = int(hidden.sum())
-    if step == "mask":
-        return t("masks.summary.mask", masked=n_hidden, cells=hidden.size)
-    if step in VECTOR_STEPS:  # positions × dimensions (as wide as the sentence is long, at times)
-        row, column, size = extreme_cell(matrix, by_size=True)
-        return t("masks.summary.vectors", token=rows[row], dim=column, value=size)
-    row, column, top = extreme_cell(matrix, hidden)
-    key = "masks.summary.weights" if step == "hook_pattern" else "masks.summary.scores"
-    return t(key, query=rows[row], key=columns[column], value=top, masked=n_hidden)
 
 
 def encode(text: str) -> tuple[list[int], list[str], list]:
@@ -249,12 +231,9 @@ def step_input(
     return reading.ids, reading.tokens
 
 
-def attention_case(
-    setup: StepSetup, sentence_text: str, second_text: str
-) -> tuple[dict, str, np.ndarray, list, list]:
-    """The traced run `setup.kind` needs: (trace, attention name, X of the queries, query
-    tokens, key tokens); stops with NothingToRead when the trained model has nothing to
-    read."""
+def attention_case(setup: StepSetup, sentence_text: str, second_text: str) -> StepCase:
+    """The traced run `setup.kind` needs; stops with NothingToRead when the trained model
+    has nothing to read."""
     checkpoint, layer = setup.checkpoint, setup.layer
     if setup.kind == "cross":
         if checkpoint is None:
@@ -265,10 +244,9 @@ def attention_case(
                 checkpoint.task
             )
             st.text(" ".join(source_tokens) + "  →  " + " ".join(target_tokens))
-        cache = masks_runs.cross_run(setup.stem, tuple(source_ids), tuple(target_ids))
-        x_query = cache[f"decoder.blocks.{layer}.ln_cross.hook_normalized"]
-        name = f"decoder.blocks.{layer}.cross_attn"
-        return cache, name, x_query, target_tokens, source_tokens
+        return StepCase.translation(
+            setup.stem, source_ids, target_ids, layer, source_tokens, target_tokens
+        )
     query_ids, query_tokens = step_input(checkpoint, sentence_text)
     if not query_ids:  # every character unknown to the trained model
         raise NothingToRead
@@ -293,104 +271,21 @@ def attention_case(
     allowed = masks.allowed_mask(
         setup.kind, len(query_ids), length=length, prefix=setup.prefix, window=setup.window
     )
-    cache = masks_runs.masked_run(setup.stem, tuple(query_ids), allowed)
-    x_query = cache[f"blocks.{layer}.ln1.hook_normalized"]
-    return cache, f"blocks.{layer}.attn", x_query, query_tokens, query_tokens
+    return StepCase.masked(setup.stem, query_ids, allowed, layer, query_tokens)
 
 
-def draw_steps(setup: StepSetup, case: tuple) -> None:
-    """The ten heatmaps of one head's attention, their checks and the explanation."""
-    cache, name, x_query, query_tokens, key_tokens = case
-    steps = masks.head_steps(cache, name, setup.head, x_query)
-    allowed = np.isfinite(steps["hook_attn_scores"])
-    q_labels, k_labels = token_labels(query_tokens), token_labels(key_tokens)
-    dims = [str(i) for i in range(setup.cfg.d_head)]
-    model_dims = [str(i) for i in range(setup.cfg.d_model)]
-    query_axis, key_axis = t("masks.axis.query"), t("masks.axis.key")
-    dim_axis = t("masks.axis.dim")
-
-    value = t("masks.value")
-    # Rows of vectors are too narrow per cell to carry their numbers (hover shows them).
-    vectors = {"cell_text": False}
-    # (step, x labels, x title, y labels, y title, extra options): rows are queries, or the
-    # keys' own positions for K and V.
-    layout = (
-        ("x_query", model_dims, dim_axis, q_labels, query_axis, vectors),
-        ("hook_q", dims, dim_axis, q_labels, query_axis, vectors),
-        ("hook_k", dims, dim_axis, k_labels, key_axis, vectors),
-        ("hook_v", dims, dim_axis, k_labels, key_axis, vectors),
-        ("qk", k_labels, key_axis, q_labels, query_axis, {}),
-        ("scaled", k_labels, key_axis, q_labels, query_axis, {}),
-        (
-            "mask",
-            k_labels,
-            key_axis,
-            q_labels,
-            query_axis,
-            {"masked": ~allowed, "value_format": ".0f", "weights": True, "show_scale": False},
-        ),
-        ("hook_attn_scores", k_labels, key_axis, q_labels, query_axis, {"masked": ~allowed}),
-        (
-            "hook_pattern",
-            k_labels,
-            key_axis,
-            q_labels,
-            query_axis,
-            {"masked": ~allowed, "masked_text": "0", "weights": True},
-        ),
-        ("hook_z", dims, dim_axis, q_labels, query_axis, vectors),
-    )
-    for pair in range(0, len(layout), 2):
-        for column, spec in zip(st.columns(2), layout[pair : pair + 2], strict=True):
-            step, x_labels, x_title, y_labels, y_title, options = spec
-            matrix = np.zeros(allowed.shape) if step == "mask" else steps[step]
-            names = {"mask": t("masks.mask_value"), "hook_pattern": t("masks.weight")}
-            rows = query_tokens if y_labels is q_labels else key_tokens
-            columns = key_tokens if x_labels is k_labels else list(range(len(x_labels)))
+def draw_steps(setup: StepSetup, case: StepCase) -> None:
+    """The ten heatmaps of one head's attention, two by two, their checks and the
+    explanation (built once per run, head and language: components/masks_steps.py)."""
+    built = step_charts(case, setup.head, setup.cfg.d_head, setup.cfg.d_model, current_language())
+    for pair in range(0, len(built.charts), 2):
+        for column, chart in zip(st.columns(2), built.charts[pair : pair + 2], strict=True):
             with column:
-                show_chart(
-                    step_heatmap(
-                        matrix,
-                        t(
-                            f"masks.step.{step}",
-                            shape=shape_text(steps[step]),
-                            d_head=setup.cfg.d_head,
-                        ),
-                        x_labels,
-                        y_labels,
-                        x_title,
-                        y_title,
-                        value_name=names.get(step, value),
-                        **options,
-                    ),
-                    key=f"mask_step_{step}",
-                    summary=step_summary(step, steps[step], ~allowed, rows, columns),
-                    data={"row": rows, "column": columns, step: steps[step]},
-                )
-
-    pattern = steps["hook_pattern"]
-    empty_rows = masks.fully_masked_rows(allowed)
-    seeing = np.setdiff1d(np.arange(pattern.shape[0]), empty_rows)
-    row_error = float(np.abs(pattern[seeing].sum(axis=1) - 1).max()) if seeing.size else 0.0
-    checks = t(
-        "masks.steps.checks",
-        n_masked=int((~allowed).sum()),
-        n_cells=allowed.size,
-        largest_masked=float(pattern[~allowed].max()) if (~allowed).any() else 0.0,
-        row_error=row_error,
-        fused=masks.fused_difference(steps, allowed),
-    )
-    # One element for both paragraphs: every element costs the server per rerun.
-    st.caption(checks + "\n\n" + t("masks.steps.explain", d_head=setup.cfg.d_head))
-    if empty_rows.size:
-        st.info(
-            t(
-                "masks.fully_masked",
-                count=empty_rows.size,
-                first=int(empty_rows[0]),
-                last=int(empty_rows[-1]),
-            )
-        )
+                show_chart(chart.figure, key=chart.key, summary=chart.summary, data=chart.data)
+    # The checks and the explanation are one caption: every element costs the server.
+    st.caption(built.checks)
+    if built.fully_masked is not None:
+        st.info(built.fully_masked)
 
 
 def steps_section(sentence_text: str) -> None:

@@ -11,14 +11,14 @@ from components.masks import step_heatmap
 from components.positional import (
     SCHEME_COLORS,
     curves_figure,
-    encoding_heatmap,
+    encoding_figure,
     error_bars_figure,
     matrix_figure,
     per_token_figure,
     scheme_label,
-    waves_figure,
 )
 from components.summaries import (
+    SEPARATOR,
     bars_summary,
     diagonal_summary,
     encoding_summary,
@@ -55,31 +55,21 @@ enter_lesson()
 ORDER_PAIRS = (("dog bites man", "man bites dog"), ("我爱你", "你爱我"))
 
 
+def transformers() -> dict:
+    """The lesson's random Transformer for every scheme (shared, only ever read)."""
+    return {scheme: load_transformer(scheme) for scheme in pe.SCHEMES}
+
+
+# The cached functions stay short: Streamlit reads a cached function's source on every
+# rerun of the page that defines it (~0.25 ms for a few lines, ~0.5 ms for twenty).
 @st.cache_data(max_entries=64, show_spinner=False)
 def order_effects(ids: tuple[int, ...], order: str, seed: int) -> dict:
-    perm = pe.permutation(len(ids), order, seed)
-    effects = {}
-    for scheme in pe.SCHEMES:
-        outputs, reordered = pe.outputs_in_both_orders(load_transformer(scheme), ids, perm)
-        effects[scheme] = pe.order_effect(outputs, reordered, perm)
-    return effects | {"perm": perm}
+    return pe.order_effects(transformers(), ids, order, seed)
 
 
 @st.cache_data(show_spinner=False)
 def pair_distances() -> list[tuple[str, str, float]]:
-    """(pair, scheme, distance between the two sentences' mean output vectors) for the
-    fixed example pairs: the same on every rerun, so computed once."""
-    tokenizer = load_tokenizer()
-    rows = []
-    for first, second in ORDER_PAIRS:
-        a, b = tokenizer.encode(first).ids, tokenizer.encode(second).ids
-        for scheme in pe.SCHEMES:
-            model = load_transformer(scheme)
-            out_a, _ = model.run_with_cache(list(a))
-            out_b, _ = model.run_with_cache(list(b))
-            pooled = np.linalg.norm(out_a.numpy().mean(axis=0) - out_b.numpy().mean(axis=0))
-            rows.append((f"{first} / {second}", scheme, float(pooled)))
-    return rows
+    return pe.pair_distances(transformers(), load_tokenizer(), ORDER_PAIRS)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -170,20 +160,18 @@ def sentence_view() -> None:
         table = learned_table(span)
     end_text = t("positional.sentence_end")
     positions = np.arange(span)
+    dims = sorted(dims)
+    # One chart: the table and, under it, the chosen dimensions over the same positions;
+    # the download holds the whole table (the curves are columns of it).
     show_chart(
-        encoding_heatmap(table, n, end_text=end_text),
+        encoding_figure(table, dims, n, end_text=end_text),
         key="pe_heatmap",
-        summary=encoding_summary(table, n),
-        data={"position": positions, "dimension": np.arange(cfg.d_model), "value": table},
+        summary=SEPARATOR.join(
+            [encoding_summary(table, n)] + ([waves_summary(table, dims)] if dims else [])
+        ),
+        data={"position": positions, "dimension": np.arange(cfg.d_model), "value": table}
+        | {t("chart.dim", dim=d): table[:, d] for d in dims},
     )
-    if dims:
-        dims = sorted(dims)
-        show_chart(
-            waves_figure(table, dims, n, end_text=end_text),
-            key="pe_waves",
-            summary=waves_summary(table, dims),
-            data={"position": positions} | {t("chart.dim", dim=d): table[:, d] for d in dims},
-        )
     st.caption(
         t(
             f"positional.table.explain.{table_scheme}",

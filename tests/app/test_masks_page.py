@@ -99,6 +99,40 @@ def test_the_vector_steps_summaries_name_a_dimension_even_when_the_matrix_is_squ
     assert all("dimension" in c and "masked" not in c for c in vectors)
 
 
+def _step_specs(at) -> dict[str, dict]:
+    return {key: chart(at, key) for key in STEP_CHARTS}
+
+
+def test_step_charts_built_once_are_the_ones_built_afresh_in_every_language_and_head():
+    from components.masks_steps import step_charts
+
+    at = open_lesson("masks", SENTENCE)  # the shipped induction model: its own sequence
+    _no_failure(at)
+    first = _step_specs(at)
+    summaries = [c for c in at.caption.values if c.startswith("largest")]
+    at.text_input("sentence").input("a dog ran far").run()  # the same charts, remembered
+    assert _step_specs(at) == first
+    assert [c for c in at.caption.values if c.startswith("largest")] == summaries
+    at.session_state["lang"] = "zh"
+    at.run()
+    _no_failure(at)
+    chinese = _step_specs(at)
+    assert chinese["mask_step_hook_pattern"]["layout"]["title"]["text"].startswith("⑨ 每行")
+    for key in STEP_CHARTS:
+        assert [tr["z"] for tr in chinese[key]["data"]] == [tr["z"] for tr in first[key]["data"]]
+    at.session_state["mask_head"] = 1
+    at.run()
+    other_head = _step_specs(at)
+    assert (
+        other_head["mask_step_hook_q"]["data"][0]["z"]
+        != chinese["mask_step_hook_q"]["data"][0]["z"]
+    )
+    # Built afresh, without what was remembered: the same charts.
+    step_charts.cache_clear()
+    at.run()
+    assert _step_specs(at) == other_head
+
+
 def test_padding_draws_the_batch_and_says_the_pad_rows_see_nothing():
     at = open_lesson("masks", SENTENCE, mask_weights=RANDOM, mask_kind="padding", second=SECOND)
     _no_failure(at)

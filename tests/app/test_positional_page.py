@@ -12,7 +12,7 @@ from models import positional as pe
 
 # The lesson's tabs and the charts each draws; only the open tab is drawn.
 TABS = {
-    "sentence": {"pe_heatmap", "pe_waves", "pe_order_max", "pe_order_tokens"},
+    "sentence": {"pe_heatmap", "pe_order_max", "pe_order_tokens"},
     "sinusoidal": {
         "pe_similarity_sinusoidal",
         "pe_similarity_learned",

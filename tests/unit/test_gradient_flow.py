@@ -221,11 +221,12 @@ def test_transformer_runs_from_embeddings_exactly_as_from_tokens():
         assert torch.equal(from_tokens, from_embeddings)
 
 
-def test_transformer_gradient_matches_finite_differences():
+@pytest.mark.parametrize("method", ["closed_form", "autograd"])
+def test_transformer_gradient_matches_finite_differences(method):
     cfg = TransformerConfig(d_model=16, n_heads=2, d_head=8, n_layers=1, n_ctx=12, d_vocab=50)
     model = Transformer(cfg, seed=0)
     X = torch.randn(5, 16, generator=torch.Generator().manual_seed(0))
-    flow = gf.transformer_gradient_flow(model, X, 3)
+    flow = gf.transformer_gradient_flow(model, X, 3, method=method)
     u = readout(16).double()
     model64 = Transformer(cfg, seed=0).double()
 
@@ -245,6 +246,57 @@ def test_transformer_gradient_matches_finite_differences():
 
 def _snapshot(module: torch.nn.Module):
     return [(p.detach().clone(), p.requires_grad, p.grad) for p in module.parameters()]
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(),
+        dict(causal=True),
+        dict(positional="learned"),
+        dict(positional="none", causal=True),
+        dict(n_layers=3, d_mlp=40),
+    ],
+)
+def test_written_out_transformer_backward_equals_autograd(kw):
+    cfg = TransformerConfig(
+        **{**dict(d_model=16, n_heads=2, d_head=8, n_layers=2, n_ctx=40, d_vocab=50), **kw}
+    )
+    model = Transformer(cfg, seed=3)
+    X = torch.randn(30, 16, generator=torch.Generator().manual_seed(1)) * 2
+    for tau in (0, 17, 29):
+        fast = gf.transformer_gradient_flow(model, X, tau, method="closed_form")
+        reference = gf.transformer_gradient_flow(model, X, tau, method="autograd")
+        scale = np.abs(reference["grad_X_rows"]).max()
+        np.testing.assert_allclose(
+            fast["grad_X_rows"], reference["grad_X_rows"], rtol=1e-4, atol=1e-5 * scale
+        )
+        assert fast["loss"] == pytest.approx(reference["loss"], rel=1e-5, abs=1e-6)
+        if cfg.causal:  # a causal output at τ reads nothing after τ
+            assert np.all(fast["grad_X"][tau + 1 :] == 0)
+
+
+@pytest.mark.parametrize("positional", ["rope", "alibi"])
+def test_positions_not_added_to_the_input_take_autograd(positional):
+    cfg = TransformerConfig(d_model=16, n_heads=2, d_head=8, n_layers=2, n_ctx=20, d_vocab=50)
+    model = Transformer(cfg.__class__(**{**cfg.__dict__, "positional": positional}), seed=0)
+    X = torch.randn(9, 16, generator=torch.Generator().manual_seed(2))
+    with pytest.raises(ValueError):
+        gf.transformer_gradient_flow(model, X, 4, method="closed_form")
+    auto = gf.transformer_gradient_flow(model, X, 4)
+    reference = gf.transformer_gradient_flow(model, X, 4, method="autograd")
+    np.testing.assert_array_equal(auto["grad_X_rows"], reference["grad_X_rows"])
+
+
+def test_long_sequences_take_autograd_and_short_ones_the_closed_form():
+    model = Transformer(TransformerConfig(d_vocab=50), seed=0)
+    d = model.cfg.d_model
+    longest = gf.WRITTEN_OUT_PRODUCT // (d * model.cfg.d_mlp)
+    for n_steps, method in ((longest, "closed_form"), (longest + 1, "autograd")):
+        X = gf.synthetic_inputs(n_steps, d)
+        auto = gf.transformer_gradient_flow(model, X, n_steps - 1)
+        chosen = gf.transformer_gradient_flow(model, X, n_steps - 1, method=method)
+        np.testing.assert_array_equal(auto["grad_X_rows"], chosen["grad_X_rows"])
 
 
 def test_many_threads_at_once_leave_shared_models_untouched_and_agree_with_a_serial_run():

@@ -196,3 +196,39 @@ def test_one_batched_pass_gives_each_orders_own_outputs(positional, order):
     separate = pe.order_effect(one, other, perm)
     assert batched["max_error"] == pytest.approx(separate["max_error"], abs=1e-6)
     np.testing.assert_allclose(batched["per_token"], separate["per_token"], atol=1e-5)
+
+
+def test_order_effects_measures_each_model_on_the_lessons_permutation():
+    models = {s: Transformer(replace(SMALL, positional=s), seed=4) for s in ("none", "rope")}
+    effects = pe.order_effects(models, tuple(TOKENS), "shuffle", 3)
+    perm = pe.permutation(len(TOKENS), "shuffle", 3)
+    np.testing.assert_array_equal(effects["perm"], perm)
+    for scheme in models:
+        expected = pe.order_effect(_outputs(scheme, TOKENS), _outputs(scheme, TOKENS[perm]), perm)
+        assert effects[scheme]["max_error"] == pytest.approx(expected["max_error"], abs=1e-6)
+    assert effects["none"]["max_error"] < 1e-5 < effects["rope"]["max_error"]
+
+
+class _Encoded:
+    def __init__(self, ids):
+        self.ids = ids
+
+
+class _WordTokenizer:
+    """One id per word, from a fixed list: enough to feed the small model."""
+
+    WORDS = ("dog", "bites", "man")
+
+    def encode(self, text):
+        return _Encoded([self.WORDS.index(w) + 1 for w in text.split()])
+
+
+def test_pair_distances_is_the_distance_of_the_mean_outputs():
+    models = {s: Transformer(replace(SMALL, positional=s), seed=4) for s in ("none", "learned")}
+    rows = pe.pair_distances(models, _WordTokenizer(), [("dog bites man", "man bites dog")])
+    assert [row[:2] for row in rows] == [("dog bites man / man bites dog", s) for s in models]
+    a, b = np.array([1, 2, 3]), np.array([3, 2, 1])
+    for _, scheme, distance in rows:
+        expected = np.linalg.norm(_outputs(scheme, a).mean(0) - _outputs(scheme, b).mean(0))
+        assert distance == pytest.approx(float(expected), abs=1e-6)
+    assert rows[0][2] < 1e-5 < rows[1][2]  # a bag of words without positions

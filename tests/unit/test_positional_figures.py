@@ -12,6 +12,7 @@ from components.labels import token_labels
 from components.positional import (
     LOG_FLOOR,
     curves_figure,
+    encoding_figure,
     encoding_heatmap,
     error_bars_figure,
     matrix_figure,
@@ -106,3 +107,27 @@ def test_the_sentence_end_label_stays_above_the_encoding_heatmap_clear_of_its_ce
     fig = encoding_heatmap(np.zeros((6, 4)), n_sentence=3, end_text="end")
     (label,) = fig.layout.annotations
     assert label.yref == "paper" and label.y == 1.0 and label.yanchor == "bottom"
+
+
+def test_the_table_and_its_chosen_dimensions_share_one_position_axis():
+    table = pe.sinusoidal_table(40, 16)
+    fig = encoding_figure(table, [0, 3], n_sentence=12, end_text="end")
+    heatmap, *curves = fig.data
+    np.testing.assert_allclose(np.asarray(heatmap.z), table.T, atol=1e-6)
+    assert [(c.xaxis, c.yaxis) for c in curves] == [("x2", "y2")] * 2
+    for curve, dim in zip(curves, (0, 3), strict=True):
+        np.testing.assert_allclose(np.asarray(curve.y), table[:, dim])
+        np.testing.assert_array_equal(np.asarray(curve.x), np.arange(40))
+    assert fig.layout.xaxis.matches == "x2"  # zooming positions zooms both panels
+    assert fig.layout.yaxis.domain[0] > fig.layout.yaxis2.domain[1]  # table above curves
+    assert sorted(shape.xref for shape in fig.layout.shapes) == ["x", "x2"]  # the end, twice
+    assert all(shape.x0 == 11.5 for shape in fig.layout.shapes)
+    assert [a.text for a in fig.layout.annotations] == ["end"]
+    assert fig.layout.xaxis2.title.text and fig.layout.yaxis2.title.text
+    assert _finite_everywhere(fig)
+
+
+def test_without_chosen_dimensions_the_table_is_drawn_alone():
+    table = pe.sinusoidal_table(20, 8)
+    alone = encoding_figure(table, [], n_sentence=5, end_text="end")
+    assert alone.json_pair()[0] == encoding_heatmap(table, 5, end_text="end").json_pair()[0]

@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 import torch
 
-from models.recurrent import GATES, Recurrent, RecurrentConfig, hidden_matrix, readout
+from models.recurrent import (
+    GATES,
+    Recurrent,
+    RecurrentConfig,
+    hidden_matrix,
+    one_core_matmul,
+    readout,
+    readout_array,
+)
 
 N_IN, N_H, T = 5, 7, 9
 
@@ -168,6 +176,10 @@ def test_readout_is_a_fixed_unit_vector():
     assert torch.equal(u, readout(64))
     u.zero_()  # a caller's copy: changing it changes no later readout
     assert float(readout(64).norm()) == pytest.approx(1.0, abs=1e-6)
+    array = readout_array(64)
+    np.testing.assert_array_equal(array, readout(64).numpy())
+    array[:] = 0
+    np.testing.assert_array_equal(readout_array(64), readout(64).numpy())
 
 
 @pytest.mark.parametrize(
@@ -222,6 +234,30 @@ def test_the_numpy_pass_overflows_where_forward_does():
             reference = gated(X)
         for name, value in gated.forward_numpy(X.numpy()).items():
             np.testing.assert_array_equal(np.isnan(value), reference[name].isnan().numpy())
+
+
+@pytest.mark.parametrize("cell", ["rnn", "lstm", "gru"])
+def test_numpy_weights_are_the_stacked_weights_as_they_are_now(cell):
+    model = _model(cell)
+    for fast, stacked in zip(model.stacked_numpy(), model.stacked_weights(), strict=True):
+        assert fast.dtype == np.float32
+        np.testing.assert_array_equal(fast, stacked.numpy())
+    # Read afresh each call: a weight changed in place shows at once.
+    changed = {"rnn": "W_xh", "lstm": "b_f", "gru": "W_hz"}[cell]
+    with torch.no_grad():
+        getattr(model, changed).add_(1.0)
+    for fast, stacked in zip(model.stacked_numpy(), model.stacked_weights(), strict=True):
+        np.testing.assert_array_equal(fast, stacked.numpy())
+
+
+@pytest.mark.parametrize("shape", [(20, 64, 256), (600, 64, 256), (3, 5, 7)])
+def test_a_product_on_one_core_is_the_product(shape):
+    m, k, n = shape
+    g = torch.Generator().manual_seed(m)
+    a, b = (torch.randn(*s, generator=g).numpy() for s in ((m, k), (n, k)))
+    np.testing.assert_allclose(one_core_matmul(a, b.T), a @ b.T, rtol=1e-5, atol=1e-5)
+    a[0, 0] = np.inf  # goes on as in torch
+    assert not np.isfinite(one_core_matmul(a, b.T)[0]).all()
 
 
 def test_the_numpy_pass_refuses_a_wrong_shape():
