@@ -49,6 +49,26 @@ def test_entropy_is_the_mean_over_queries():
     assert entropy_bits(pattern) == pytest.approx(0.5)
 
 
+def test_entropy_counts_nothing_for_zero_missing_or_negative_weights():
+    row = np.array([[0.5, 0.0, np.nan, -0.25, 0.5]])
+    assert entropy_bits(row) == pytest.approx(1.0, abs=1e-12)
+    assert entropy_bits(row.astype(np.float32)) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_float32_statistics_match_a_float64_loop(make_patterns):
+    patterns = make_patterns(2, 3, 17).astype(np.float32)
+    stats = head_statistics(patterns)
+    for layer in range(2):
+        for head in range(3):
+            p = patterns[layer, head].astype(np.float64)
+            n = p.shape[0]
+            distance = sum(p[q, k] * abs(q - k) for q in range(n) for k in range(n)) / n
+            entropy = -sum(p[q, k] * math.log2(p[q, k]) for q in range(n) for k in range(n)) / n
+            assert stats["distance"][layer, head] == pytest.approx(distance, rel=1e-5)
+            assert stats["entropy"][layer, head] == pytest.approx(entropy, rel=1e-5)
+    assert stats["distance"].dtype == np.float64
+
+
 def test_entropy_reduces_the_last_two_axes():
     stack = np.stack([np.stack([uniform(4), np.eye(4)]), np.stack([np.eye(4), uniform(4)])])
     np.testing.assert_allclose(entropy_bits(stack), [[2.0, 0.0], [0.0, 2.0]], atol=1e-12)
