@@ -103,6 +103,14 @@ def wait_for_charts(page, timeout: int = FIRST_CHART_TIMEOUT_MS) -> None:
     )
 
 
+def wait_until_drawn(page) -> None:
+    """The page's run finished and every chart it left on the page drawn. A chart whose
+    element arrived with the run's last messages may still be drawing when the run ends."""
+    wait_for_charts(page)
+    wait_until_idle(page)
+    wait_for_charts(page)
+
+
 def tick_labels(page, chart_key: str) -> list[str]:
     return page.evaluate(
         """(key) => [...document.querySelectorAll(`.st-key-${key} .xtick text`)]
@@ -216,8 +224,7 @@ def test_deep_link_as_first_visit_to_a_fresh_server_opens_the_lesson(
     seen = record_requests(page, base, request_log, f"deep-link-{lesson.url_path}")
     library = watch_chart_library(page)
     page.goto(f"{base}/{lesson.url_path}?sentence={quote(DEEP_LINK_SENTENCE)}")
-    wait_for_charts(page)
-    wait_until_idle(page)
+    wait_until_drawn(page)
 
     # The frame asked for the chart library, and the charts used that very module: one
     # address requested (a second would be plotly fetched and evaluated twice).
@@ -274,13 +281,11 @@ def test_no_request_leaves_the_local_server(page, app_server, request_log):
 def test_the_sentence_is_kept_when_switching_lessons(page, app_server):
     sentence = "My cat chased a red ball"
     page.goto(f"{app_server}/{LESSONS[0].url_path}?sentence={quote(sentence)}")
-    wait_for_charts(page)
-    wait_until_idle(page)
+    wait_until_drawn(page)
     for lesson in [*LESSONS[1:], LESSONS[0]]:
         page.locator(f'{NAV_LINKS}[href="{app_server}/{lesson.url_path}"]').click()
         expect(page).to_have_url(re.compile(rf"/{lesson.url_path}\?"))
-        wait_for_charts(page)
-        wait_until_idle(page)
+        wait_until_drawn(page)
         expect(page.locator(SENTENCE_INPUT)).to_have_value(sentence)
         assert parse_qs(urlsplit(page.url).query).get("sentence") == [sentence]
         assert_page_healthy(page)
@@ -290,8 +295,7 @@ def test_changing_a_control_updates_the_link_and_the_link_restores_the_view(
     browser, page, app_server
 ):
     page.goto(f"{app_server}/heads?sentence={quote(TYPED_SENTENCE)}&layer=0&head=0")
-    wait_for_charts(page)
-    wait_until_idle(page)
+    wait_until_drawn(page)
     expect(page.get_by_role("heading", name="Layer 0, head 0")).to_be_visible()
     page.locator('[data-testid="stSelectbox"]').filter(has_text="Head").click()
     page.get_by_role("option", name="7", exact=True).click()
@@ -328,8 +332,7 @@ def test_hostile_text_typed_into_every_lesson_stays_text(page, app_server, reque
     dialogs = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.goto(f"{app_server}/{lesson.url_path}")
-    wait_for_charts(page)
-    wait_until_idle(page)
+    wait_until_drawn(page)
     box = page.locator(SENTENCE_INPUT)
     for payload in HOSTILE_INPUTS:
         box.click()

@@ -15,8 +15,7 @@ import pytest
 from tests.e2e.test_browser import (
     CHART,
     FIRST_CHART_TIMEOUT_MS,
-    wait_for_charts,
-    wait_until_idle,
+    wait_until_drawn,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
@@ -65,8 +64,7 @@ def test_the_attention_charts_are_drawn_once_with_every_label_in_view(
     page, app_server, query, view
 ):
     page.goto(f"{app_server}/heads?sentence={quote(SENTENCE)}{query}&view={view}")
-    wait_for_charts(page)
-    wait_until_idle(page)
+    wait_until_drawn(page)
     charts = page.wait_for_function(
         _DRAWN, arg=[CHART, list(KEYS_BY_VIEW[view])], timeout=FIRST_CHART_TIMEOUT_MS
     ).json_value()

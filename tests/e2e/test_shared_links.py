@@ -17,7 +17,7 @@ from test_browser import (
     RERUN_TIMEOUT_MS,
     assert_page_healthy,
     screenshot,
-    wait_for_charts,
+    wait_until_drawn,
     wait_until_idle,
 )
 
@@ -87,8 +87,7 @@ def test_a_deep_link_as_the_first_visit_keeps_presenter_language_and_settings(
         page = context.new_page()
         query = f"present=1&lang=zh&layer=2&head=5&sentence={quote(LINKED_SENTENCE)}"
         page.goto(f"{fresh_app_server}/heads?{query}")
-        wait_for_charts(page)
-        wait_until_idle(page)
+        wait_until_drawn(page)
         expect(page.get_by_role("heading", name=ZH["heads.title"])).to_be_visible()
         expect(page.get_by_role("heading", name="层 2，头 5")).to_be_visible()
         expect_presenting(page)
@@ -128,8 +127,7 @@ def test_a_hand_typed_language_stays_in_the_link_and_a_copy_opens_in_chinese(bro
         expect(page.get_by_role("heading", name=ZH["positional.title"])).to_be_visible(
             timeout=90_000
         )
-        wait_for_charts(page)
-        wait_until_idle(page)
+        wait_until_drawn(page)
         assert link_language(page) == "zh", page.url
         copied = page.url
 
@@ -235,8 +233,7 @@ def projector(browser):
 def open_presenting(page, base_url: str, path: str, **query: str) -> None:
     extra = "".join(f"&{name}={quote(value)}" for name, value in query.items())
     page.goto(f"{base_url}/{path}?present=1{extra}")
-    wait_for_charts(page)
-    wait_until_idle(page)
+    wait_until_drawn(page)
     expect_presenting(page)
 
 
@@ -314,8 +311,7 @@ def test_presenter_mode_draws_chart_text_larger_and_every_chart_inside_the_scree
         try:
             page = context.new_page()
             page.goto(f"{app_server}/heads?present={present}&sentence={quote(SENTENCE)}")
-            wait_for_charts(page)
-            wait_until_idle(page)
+            wait_until_drawn(page)
             sizes[present] = page.wait_for_function(tick_size, arg="one_head").json_value()
             assert page.evaluate(overflowing, CHART) == 0
         finally:
