@@ -22,9 +22,8 @@ from components.lessons import LESSONS
 from components.widgets import (
     PRESENTING_KEY,
     SENTENCE_KEY,
-    data_format_choice,
     fetch_chart_library,
-    image_format_choice,
+    format_choices,
     sentence_box,
     show_notes,
 )
@@ -226,8 +225,7 @@ def run_app() -> None:
     heading.title(t("app.title"))
     heading.caption(t("app.tagline"))
     sentence_box(page.url_path)
-    image_format_choice()
-    data_format_choice()
+    format_choices()
     _run.inside = True
     try:
         with first_runs_in_turn(page.url_path):

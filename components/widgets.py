@@ -303,47 +303,43 @@ def linked_tabs(where, options, default, key: str, format_func, opened_by: dict 
 # Whether this run is in presenter mode: set by the frame before the page draws
 # (components/frame.py, presenter_toggle).
 PRESENTING_KEY = "_present_chosen"
+
+# The sidebar's two format choices: the chart toolbar's camera saves the image in one, and
+# the button under each chart downloads its numbers in the other. A button per data format
+# under every chart cost ~0.6 ms of server work per chart on every keystroke (an element
+# and its messages), ~7 ms a rerun on the masks lesson (docs/PERFORMANCE.md). Each key
+# names its label in the i18n files (app.<key>, app.<key>_help); the first format is the
+# default.
 IMAGE_FORMAT_KEY = "image_format"
 IMAGE_FORMATS = ("png", "svg")
+DATA_FORMAT_KEY = "data_format"
+DATA_FORMATS = {"csv": (to_csv, "text/csv"), "json": (to_json, "application/json")}
+_FORMAT_CHOICES = ((IMAGE_FORMAT_KEY, IMAGE_FORMATS), (DATA_FORMAT_KEY, tuple(DATA_FORMATS)))
+_DEFAULT_FORMAT = {key: formats[0] for key, formats in _FORMAT_CHOICES}
+
+
+def format_choices() -> None:
+    for key, formats in _FORMAT_CHOICES:
+        st.sidebar.segmented_control(
+            t(f"app.{key}"),
+            formats,
+            format_func=str.upper,
+            default=formats[0],
+            required=True,
+            key=key,
+            help=t(f"app.{key}_help"),
+        )
+
+
+def chosen_format(key: str) -> str:
+    """The format chosen for `key` (its default before the sidebar is drawn)."""
+    return st.session_state.get(key) or _DEFAULT_FORMAT[key]
 
 
 def chart_config() -> dict:
     """The chart toolbar's camera button saves in the format chosen in the sidebar."""
-    image_format = st.session_state.get(IMAGE_FORMAT_KEY) or "png"
-    options = {**PLOTLY_CONFIG["toImageButtonOptions"], "format": image_format}
+    options = {**PLOTLY_CONFIG["toImageButtonOptions"], "format": chosen_format(IMAGE_FORMAT_KEY)}
     return {**PLOTLY_CONFIG, "toImageButtonOptions": options}
-
-
-def image_format_choice() -> None:
-    st.sidebar.segmented_control(
-        t("app.image_format"),
-        IMAGE_FORMATS,
-        format_func=str.upper,
-        default="png",
-        required=True,
-        key=IMAGE_FORMAT_KEY,
-        help=t("app.image_format_help"),
-    )
-
-
-# Each chart offers its numbers in one file format, chosen once in the sidebar like the
-# image format. A button per format under every chart cost ~0.6 ms of server work per
-# chart on every keystroke (an element and its messages), ~7 ms a rerun on the masks
-# lesson (docs/PERFORMANCE.md).
-DATA_FORMAT_KEY = "data_format"
-DATA_FORMATS = {"csv": (to_csv, "text/csv"), "json": (to_json, "application/json")}
-
-
-def data_format_choice() -> None:
-    st.sidebar.segmented_control(
-        t("app.data_format"),
-        tuple(DATA_FORMATS),
-        format_func=str.upper,
-        default="csv",
-        required=True,
-        key=DATA_FORMAT_KEY,
-        help=t("app.data_format_help"),
-    )
 
 
 # --- the chart library, fetched while the server still works on the first chart ---
@@ -411,7 +407,7 @@ def show_chart(fig, key: str, *, summary: str | None = None, data: dict | None =
 
 
 def _data_download(key: str, data: dict) -> None:
-    extension = st.session_state.get(DATA_FORMAT_KEY) or "csv"
+    extension = chosen_format(DATA_FORMAT_KEY)
     convert, mime = DATA_FORMATS[extension]
     st.download_button(
         extension.upper(),
