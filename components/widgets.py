@@ -19,6 +19,7 @@ from components.export import to_csv, to_json
 from components.figure import ready_for_streamlit
 from components.i18n import LANGUAGES, t, using_language
 from components.labels import markdown_literal
+from components.live_pause import read_pauses_without_pandas
 from components.projector import for_projector
 from models.inputs import (
     Note,
@@ -29,6 +30,9 @@ from models.inputs import (
     prepare_sentence,
     sentence_pause_ms,
 )
+
+# Before any sentence box is drawn: its pause is read without pandas (see the module).
+read_pauses_without_pandas()
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired"
