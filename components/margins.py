@@ -18,6 +18,7 @@ import html
 import math
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 
 # Advance widths in em, as wide as Verdana's (the widest of the fonts above), so that an
 # estimate errs towards a few pixels of spare room, never towards a second drawing.
@@ -64,7 +65,14 @@ def char_em(ch: str) -> float:
 def text_px(text: str, size: float) -> float:
     """The estimated width of one line of plotly text (its entities, e.g. `&lt;`, read
     as the characters they stand for) at font `size` px."""
-    return size * sum(char_em(ch) for ch in html.unescape(str(text)))
+    return size * _text_em(str(text))
+
+
+# The same labels come back on every chart of a rerun (a sentence's tokens on both axes
+# of several charts, "L0 H1" on every grid of heads): ~1,000 characters a rerun.
+@lru_cache(maxsize=4096)
+def _text_em(text: str) -> float:
+    return sum(char_em(ch) for ch in html.unescape(text))
 
 
 def widest_px(labels: Iterable[str], size: float) -> float:
