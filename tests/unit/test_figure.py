@@ -3,7 +3,10 @@ cases it handles itself (the conftest holds every figure the tests build to the 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import plotly.io
 import plotly.tools
 
 from components.figure import figure, ready_for_streamlit
@@ -50,6 +53,27 @@ def test_streamlit_s_conversion_hands_back_the_spec_itself():
     spec = figure([_heatmap()], dict(height=300)).to_plotly_json()
     ready = ready_for_streamlit(spec)
     assert plotly.tools.return_figure_from_figure_or_data(ready, validate_figure=True) is spec
+
+
+def test_charts_are_written_by_orjson_as_the_json_module_writes_them():
+    """`st.plotly_chart` writes each chart with plotly's default engine, which takes
+    orjson when it can import it; the page's JSON must read back the same either way."""
+    import orjson  # noqa: F401 - in requirements.txt; fails here if it is dropped
+
+    spec = figure(
+        [
+            _heatmap(text=[["<b>é</b>", "中文", 'a"b'], ["", "x", "y"]]),
+            dict(type="scatter", y=[np.nan, 1.5, 2]),
+        ],
+        dict(title="T"),
+    ).to_plotly_json()
+    written = {
+        engine: plotly.io.to_json(spec, validate=False, engine=engine)
+        for engine in (None, "orjson", "json")
+    }
+    assert written[None] == written["orjson"]  # the default is orjson
+    assert json.loads(written["orjson"]) == json.loads(written["json"])
+    assert "<" not in written["orjson"]  # markup stays escaped, as the json engine leaves it
 
 
 def test_the_projector_copy_leaves_the_shared_template_alone():
