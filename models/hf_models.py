@@ -192,9 +192,13 @@ class AttentionModel:
             tail = 1 if ids[-1] in self.special_ids else 0
             ids = ids[: cap - tail] + ids[n_before - tail :]
             offsets = offsets[: cap - tail] + offsets[n_before - tail :]
+        tokens = self.tokenizer.convert_ids_to_tokens(ids)
         return Tokenized(
             ids=tuple(ids),
-            tokens=tuple(self.tokenizer.convert_ids_to_tokens(ids)),
+            tokens=tuple(
+                shown_token(self.tokenizer, token, text[start:end])
+                for token, (start, end) in zip(tokens, offsets, strict=True)
+            ),
             offsets=tuple(offsets),
             n_tokens_before_cap=n_before,
         )
@@ -271,7 +275,28 @@ class AttentionModel:
     def vocab_token(self, token_id) -> str:
         """A vocabulary entry by id; ids the tokenizer never produces are named by number."""
         token = self.tokenizer.convert_ids_to_tokens(int(token_id))
-        return token if token else f"#{int(token_id)}"
+        return shown_token(self.tokenizer, token) if token else f"#{int(token_id)}"
+
+
+# How a token that stands for spaces alone is shown.
+SPACE_SHOWN = "\u2423"  # ␣
+
+
+def shown_token(tokenizer, token: str, span: str = "") -> str:
+    """A token as a reader would write it; `span` is the text it was read from.
+
+    Byte-level BPE (GPT-2, RoBERTa) and SentencePiece (Llama, Mistral) write a word's
+    leading space, and any byte outside ASCII, as marks ("Ġthe", "cafÃ©", "▁the",
+    "<0xE7>"); the tokenizer's own decoder turns one token back into its text. A token
+    that is one byte of a longer character decodes to "\ufffd" and is shown as that
+    character, from the text. WordPiece tokens ("##ing", "[CLS]") come back as they are.
+    """
+    decoded = tokenizer.convert_tokens_to_string([token])
+    if "\ufffd" in decoded:
+        decoded = span
+    if decoded.strip():
+        return decoded.strip()
+    return SPACE_SHOWN if (decoded + span).isspace() else token
 
 
 def keep_factors(cfg: AttentionConfig, ablate: Iterable[tuple[int, int]]) -> torch.Tensor:
