@@ -28,7 +28,7 @@ from components.widgets import (
     show_notes,
 )
 from models.inputs import Note, parse_choice
-from models.runtime import first_runs_in_turn, settle_heap_once
+from models.runtime import first_runs_in_turn, runs_in_turn, settle_heap_once
 
 _run = threading.local()
 
@@ -228,7 +228,7 @@ def run_app() -> None:
     format_choices()
     _run.inside = True
     try:
-        with first_runs_in_turn(page.url_path):
+        with first_runs_in_turn(page.url_path), runs_in_turn():
             page.run()
         # What the page's first run imported and cached stays out of every later
         # collection (models/runtime.py explains the cost it saves on every rerun).

@@ -13,6 +13,9 @@ from contextlib import contextmanager
 _settled: set[str] = set()
 _settled_lock = threading.Lock()
 _first_run = threading.Lock()
+# How many pages run at once; the others wait their turn (see runs_in_turn).
+PAGES_AT_ONCE = 2
+_page_slots = threading.BoundedSemaphore(PAGES_AT_ONCE)
 # Set by a loader that brought a model in: the next settle_heap_once settles, whatever page.
 _settle_asked = threading.Event()
 
@@ -91,4 +94,20 @@ def first_runs_in_turn(name: str) -> Iterator[None]:
         yield
         return
     with _first_run:
+        yield
+
+
+@contextmanager
+def runs_in_turn() -> Iterator[None]:
+    """Run a page's code once fewer than PAGES_AT_ONCE pages are running.
+
+    Streamlit runs every visitor's rerun in a thread of its own, and Python's lock goes
+    round all of them: when a class sends 40 sentences at once, each rerun advances a
+    little at a time and they all finish near the end, so the first visitor waits about
+    as long as the last. Taken in turn (waiting threads are woken first come, first
+    served), the first are answered first and the last no later than before. Two at
+    once, because torch works without Python's lock: one page's matrix products run on
+    one core while the other page runs Python on the other.
+    """
+    with _page_slots:
         yield

@@ -118,3 +118,45 @@ def test_a_failed_first_run_lets_the_next_one_in(monkeypatch):
     except RuntimeError:
         pass
     assert not _overlapped("heads")  # still in turn, and the lock was given back
+
+
+def test_no_more_pages_than_the_slots_run_at_once_and_every_one_runs():
+    inside, most, finished = [0], [0], []
+    lock = threading.Lock()
+    full, go = threading.Event(), threading.Event()
+
+    def page(n):
+        with runtime.runs_in_turn():
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+                if inside[0] == runtime.PAGES_AT_ONCE:
+                    full.set()
+            go.wait(timeout=10)
+            with lock:
+                inside[0] -= 1
+                finished.append(n)
+
+    threads = [threading.Thread(target=page, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    assert full.wait(timeout=10)  # the slots fill while every page waits to go on
+    go.set()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert most[0] == runtime.PAGES_AT_ONCE
+    assert sorted(finished) == list(range(6))
+
+
+def test_a_failed_page_gives_its_turn_back():
+    for _ in range(runtime.PAGES_AT_ONCE + 1):
+        try:
+            with runtime.runs_in_turn():
+                raise RuntimeError("the page failed")
+        except RuntimeError:
+            pass
+    acquired = [runtime._page_slots.acquire(blocking=False) for _ in range(runtime.PAGES_AT_ONCE)]
+    for got in acquired:
+        if got:
+            runtime._page_slots.release()
+    assert all(acquired)
