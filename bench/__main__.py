@@ -384,11 +384,12 @@ def run(args: argparse.Namespace, rows: list[Row], notes: list[str]) -> list[str
 
 
 def gc_diagnosis(args: argparse.Namespace, mk: SentenceMaker) -> str:
-    """The heads reruns on a server started with Streamlit's post-run gc.collect(2) off
-    (a command-line config flag; the app is unchanged)."""
-    log("server work with runner.postScriptGC off")
+    """The heads reruns on a server started with Streamlit's post-run gc.collect(2) on,
+    Streamlit's default, which SeqLens's config turns off (a command-line config flag;
+    the app is unchanged)."""
+    log("server work with runner.postScriptGC on")
     try:
-        with Server(extra_args=("--runner.postScriptGC", "false")) as gc_srv:
+        with Server(extra_args=("--runner.postScriptGC", "true")) as gc_srv:
             gc_srv.wait_healthy()
             runs = server_work(gc_srv.port, "heads", args.n_work, mk, SHORT)
         return summarize_work(runs)[0]
@@ -572,7 +573,7 @@ def add_rows(rows, ours, peer, bertviz, gc_text, args, why_no_browser) -> None:
         rows.append(
             Row(
                 f"Diagnosis: server work per rerun, heads, {SHORT} tokens, server started "
-                "with `--runner.postScriptGC false`",
+                "with `--runner.postScriptGC true` (Streamlit's default)",
                 gc_text,
             )
         )
@@ -632,7 +633,7 @@ def main(argv: list[str] | None = None) -> int:
         "--no-gc-check",
         dest="gc_check",
         action="store_false",
-        help="skip the heads reruns on a server with runner.postScriptGC off",
+        help="skip the heads reruns on a server with runner.postScriptGC on",
     )
     args = p.parse_args(argv)
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
