@@ -120,10 +120,13 @@ class App:
     script: str  # relative to the repository root
     path: str  # the attention page's URL path
     min_charts: int  # charts its attention page draws
+    server_args: tuple[str, ...] = ()  # `streamlit run` flags for this app's servers
 
 
 SEQLENS = App("SeqLens", "app.py", "heads", 4)
-PEER = App("peer", "bench/peer/app.py", "", 2)
+# Every script run from the repository reads its .streamlit/config.toml, which turns
+# Streamlit's collection after every rerun off for SeqLens; the peer keeps the default.
+PEER = App("peer", "bench/peer/app.py", "", 2, ("--runner.postScriptGC", "true"))
 
 
 def _check(app: App, page: str, run: Rerun) -> str:
@@ -285,14 +288,14 @@ def measure_app(
     if br is not None:
 
         def cold_browser() -> float:
-            with Server(script=app.script) as srv:
+            with Server(script=app.script, extra_args=app.server_args) as srv:
                 srv.wait_healthy()
                 return browser.first_chart_s(
                     br, srv.base_url, srv.started_wall, mk.make(SHORT), app.path
                 )
 
         attempt("cold_browser", cold_browser)
-    srv = Server(script=app.script).start()
+    srv = Server(script=app.script, extra_args=app.server_args).start()
     try:
         srv.wait_healthy()
         if app is SEQLENS:
@@ -329,7 +332,7 @@ PAUSES = (
 def typed_load(app: App, args: argparse.Namespace, mk: SentenceMaker, pause_ms: int):
     """The visitors typing key by key, on a fresh server warmed by one visit: a load
     before it would leave cut-short reruns behind. `pause_ms` 0: the page's own pause."""
-    with Server(script=app.script) as srv:
+    with Server(script=app.script, extra_args=app.server_args) as srv:
         srv.wait_healthy()
         server_work(srv.port, app.path, 1, mk, SHORT, app)
         return visitors_at_once(
