@@ -41,6 +41,8 @@ def bars_figure(
     )
     layout = dict(
         title=dict(text=title),
+        # Slanted names grow the margins they need (the last one overhangs the right edge).
+        xaxis=dict(automargin=True),
         yaxis=dict(title=dict(text=y_title)),
         height=360,
         margin=dict(l=50, r=20, t=50, b=60),
