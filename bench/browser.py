@@ -3,11 +3,12 @@
 Keystroke → chart: the page records the timestamp of every keydown (the last one
 counts) and a MutationObserver records the moment the token charts first show the new
 sentence. "Show" means: every token-labelled chart on the page (the one-head heatmap and
-the token-focus heatmap) has exactly the new sentence's labels in its data, and every
-tick label drawn on their x axes (`.xtick text`) belongs to the new sentence, at least
-one of them not to the old one. At 20 tokens every label is drawn, the new last word
-included; at 128 tokens plotly thins a category axis's tick labels, so the last word
-itself may not be drawn and the check falls back to "all drawn labels are new".
+the token-focus heatmap) shows exactly the new sentence's labels, at least one of them
+not the old sentence's. A grid chart (assets/grid_chart.js) sets its column labels on
+itself (`data-columns`) once it has drawn them; for a plotly chart, its data holds the
+labels and every tick label drawn on its x axis (`.xtick text`) belongs to the new
+sentence (at 128 tokens plotly thins the labels, so the last word itself may not be
+drawn).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ CHROMIUM_ARGS = [
 ]
 VIEWPORT = {"width": 1400, "height": 1600}
 CHART = '[data-testid="stPlotlyChart"]'
+GRID = ".seqlens-grid"
 SENTENCE_INPUT = '[data-testid="stTextInput"] input'
 
 _INSTALL = """
@@ -54,6 +56,13 @@ _INSTALL = """
       if (!tokenTicks.every(t => want.has(t))) return;
       fresh += tokenTicks.filter(t => !old.has(t)).length;
     }
+    for (const grid of document.querySelectorAll('.seqlens-grid')) {
+      const columns = JSON.parse(grid.dataset.columns || '[]');
+      if (!columns.some(c => /^\\d+:/.test(c))) continue;  // not a token chart
+      charts += 1;
+      if (!same(columns, b.want)) return;
+      fresh += columns.filter(c => !old.has(c)).length;
+    }
     if (charts >= 2 && fresh > 0) b.doneAt = performance.now();
   };
   new MutationObserver(() => b.check()).observe(document.body,
@@ -72,7 +81,8 @@ _WAIT_IDLE = """
 _CHARTS_DRAWN = """
 ([sel, least]) => {
   const charts = [...document.querySelectorAll(sel)];
-  return charts.length >= least && charts.every(c => c.querySelector('.main-svg'));
+  const drawn = (c) => c.querySelector('.main-svg') || c.dataset.columns !== undefined;
+  return charts.length >= least && charts.every(drawn);
 }
 """
 
@@ -115,12 +125,13 @@ class Browser:
 _FIRST_CHART_CLOCK = """
 (() => {
   const seen = () => {
-    if (window.__firstChartAt === undefined
-        && document.querySelector('[data-testid="stPlotlyChart"] .main-svg')) {
+    const drawn = '[data-testid="stPlotlyChart"] .main-svg, .seqlens-grid[data-columns]';
+    if (window.__firstChartAt === undefined && document.querySelector(drawn)) {
       window.__firstChartAt = Date.now();
     }
   };
-  new MutationObserver(seen).observe(document, {childList: true, subtree: true});
+  new MutationObserver(seen).observe(document,
+      {childList: true, subtree: true, attributes: true, attributeFilter: ['data-columns']});
 })();
 """
 
@@ -157,7 +168,9 @@ class TypingBench:
     ):
         self.page = browser.new_page(timeout_ms=120_000)
         self.page.goto(f"{base_url}/{path}?sentence={quote(sentence)}")
-        self.page.wait_for_function(_CHARTS_DRAWN, arg=[CHART, min_charts], timeout=120_000)
+        self.page.wait_for_function(
+            _CHARTS_DRAWN, arg=[f"{CHART}, {GRID}", min_charts], timeout=120_000
+        )
         self.page.wait_for_function(_WAIT_IDLE, timeout=60_000)
         self.page.evaluate(_INSTALL)
         self.labels = labels

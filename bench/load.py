@@ -16,9 +16,12 @@ web/server/starlette/starlette_websocket.py, runtime/app_session.py and the fron
    query_param_key "sentence" (a visitor typing). Other widgets keep their values.
 4. ForwardMsgs come back (new_session, deltas, …) until script_finished. Status
    FINISHED_EARLY_FOR_RERUN means a newer rerun replaced this one: keep reading.
-   The client advertises no cached message hashes (ClientState.cached_message_hashes
-   stays empty), so the server never replaces a message by a ref_hash: every element
-   arrives whole and its bytes count. A ref_hash arriving anyway is an error.
+   Like the browser, the client keeps every message the server marks cacheable (an
+   element of more than `global.minCachedMessageSize`, 10 kB) until it has gone unused
+   for `global.maxCachedMessageAge` runs (2), and lists the ones it keeps in each rerun
+   request (ClientState.cached_message_hashes): the server then sends such an element
+   again as a ref_hash, read from the cache; only the bytes received count. A ref_hash
+   the client does not hold is an error.
 
 Only 127.0.0.1 is ever contacted; the port is the only choice.
 """
@@ -46,6 +49,8 @@ RERUN_TIMEOUT_S = 30.0
 CONNECT_TIMEOUT_S = 15.0
 # Chart keys on the heads page whose x axis is the sentence's token labels.
 TOKEN_CHART_KEYS = ("one_head", "focus")
+# The component that draws grid charts (components/widgets.py).
+GRID_CHART = "seqlens_grid"
 
 
 @dataclass
@@ -55,7 +60,7 @@ class Rerun:
     sentence: str
     sent_at: float = 0.0
     latency_s: float | None = None  # send → script_finished
-    first_chart_s: float | None = None  # send → first plotly_chart delta
+    first_chart_s: float | None = None  # send → first chart delta (plotly or grid)
     last_element_s: float | None = None  # send → last element drawn (~ the script's end)
     bytes: int = 0  # websocket payload bytes received for this run
     messages: int = 0
@@ -64,7 +69,7 @@ class Rerun:
     # live pause included, and how many commits the pauses between keys sent.
     last_key_s: float | None = None
     commits: int = 0
-    charts: dict[str, str] = field(default_factory=dict)  # chart key → plotly spec JSON
+    charts: dict[str, str] = field(default_factory=dict)  # chart key → its spec's JSON
     texts: list[str] = field(default_factory=list)  # st.text bodies
     alerts: list[str] = field(default_factory=list)
 
@@ -73,12 +78,15 @@ class Rerun:
         return not self.error and self.latency_s is not None
 
     def chart_x(self, key: str) -> list[str] | None:
-        """The x values of a chart's first trace (token labels on the heads page)."""
+        """A chart's column labels (token labels on the heads page): a grid chart's first
+        panel's (components/grid.py), a plotly chart's first trace's x values."""
         spec = self.charts.get(key)
         if spec is None:
             return None
-        data = json.loads(spec).get("data") or [{}]
-        x = data[0].get("x")
+        spec = json.loads(spec)
+        if "panels" in spec:
+            return list(spec["panels"][0]["columns"])
+        x = (spec.get("data") or [{}])[0].get("x")
         return list(x) if isinstance(x, list) else None
 
 
@@ -98,6 +106,38 @@ def commit_schedule(gaps_s: list[float], pause_s: float) -> list[tuple[float, in
             commits.append((at + pause_s, typed))
         at += gap
     return commits
+
+
+# Runs a cached message outlives its last use, as in the browser (Streamlit's
+# `global.maxCachedMessageAge`).
+CACHE_AGE_RUNS = 2
+
+
+class MessageCache:
+    """Large elements kept between runs, as the browser keeps them (see the top)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, list] = {}  # hash → [message, run it was last used in]
+        self.runs = 0
+
+    def new_run(self) -> list[str]:
+        """A rerun is being asked for: forget what went unused too long; what is kept."""
+        self.runs += 1
+        self.entries = {
+            h: entry for h, entry in self.entries.items() if self.runs - entry[1] <= CACHE_AGE_RUNS
+        }
+        return list(self.entries)
+
+    def keep(self, fwd: ForwardMsg) -> None:
+        if fwd.metadata.cacheable and fwd.hash:
+            self.entries[fwd.hash] = [fwd, self.runs]
+
+    def find(self, ref_hash: str) -> ForwardMsg | None:
+        entry = self.entries.get(ref_hash)
+        if entry is None:
+            return None
+        entry[1] = self.runs
+        return entry[0]
 
 
 def _error_message() -> str:
@@ -127,6 +167,7 @@ class Session:
         # The sentence box's live pause as the page last sent it (seconds), if any.
         self.live_pause_s: float | None = None
         self.query: dict[str, str] = {}
+        self.cache = MessageCache()
         self._app_error = _error_message()
         self.connected_at = 0.0
 
@@ -174,6 +215,7 @@ class Session:
         msg = BackMsg()
         msg.rerun_script.query_string = urlencode(self.query)
         msg.rerun_script.page_name = page
+        msg.rerun_script.cached_message_hashes.extend(self.cache.new_run())
         return await self._rerun(msg, sentence or "")
 
     async def type_sentence(self, sentence: str) -> Rerun:
@@ -228,6 +270,7 @@ class Session:
         widget = msg.rerun_script.widget_states.widgets.add()
         widget.id = self.sentence_widget_id
         widget.string_value = text
+        msg.rerun_script.cached_message_hashes.extend(self.cache.new_run())
         return msg
 
     async def _answer_for(self, sentence: str, final: Rerun) -> None:
@@ -272,8 +315,13 @@ class Session:
             fwd.ParseFromString(data)
             kind = fwd.WhichOneof("type")
             if kind == "ref_hash":
-                run.error = run.error or f"ref_hash {fwd.ref_hash}: no cache was advertised"
-            elif kind == "script_finished":
+                cached = self.cache.find(fwd.ref_hash)
+                if cached is None:
+                    run.error = run.error or f"ref_hash {fwd.ref_hash}: not in the cache"
+                    continue
+                fwd, kind = cached, cached.WhichOneof("type")
+            self.cache.keep(fwd)
+            if kind == "script_finished":
                 status = fwd.script_finished
                 if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                     continue  # a newer run replaced this one; its finish follows
@@ -296,10 +344,12 @@ class Session:
 
     def _element(self, el, run: Rerun, now: float) -> None:
         kind = el.WhichOneof("type")
-        if kind == "plotly_chart":
+        grid = kind == "bidi_component" and el.bidi_component.component_name == GRID_CHART
+        if kind == "plotly_chart" or grid:
             if run.first_chart_s is None:
                 run.first_chart_s = now - run.sent_at
-            run.charts[chart_key(el.plotly_chart.id)] = el.plotly_chart.spec
+            chart = el.bidi_component if grid else el.plotly_chart
+            run.charts[chart_key(chart.id)] = chart.json if grid else chart.spec
         elif kind == "text_input" and el.text_input.query_param_key == SENTENCE_KEY:
             self.sentence_widget_id = el.text_input.id
             if el.text_input.HasField("live_debounce_ms"):

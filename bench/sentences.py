@@ -45,10 +45,10 @@ def minilm_tokens(text: str) -> list[str]:
 
 
 def chart_labels(tokens: list[str]) -> list[str]:
-    """The heads page's axis labels for `tokens` (components.labels.token_labels)."""
-    from components.labels import token_labels
+    """The heads page's axis labels for `tokens` (components.grid.position_labels)."""
+    from components.grid import position_labels
 
-    return token_labels(tokens)
+    return position_labels(tokens)
 
 
 class SentenceMaker:

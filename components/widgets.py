@@ -17,9 +17,11 @@ import streamlit as st
 
 from components.export import to_csv, to_json
 from components.figure import ready_for_streamlit
+from components.grid import enlarged
 from components.i18n import LANGUAGES, t, using_language
 from components.labels import markdown_literal
 from components.live_pause import read_pauses_without_pandas
+from components.projector import SCALE as PROJECTOR_SCALE
 from components.projector import for_projector
 from models.inputs import (
     Note,
@@ -389,18 +391,31 @@ def fetch_chart_library() -> None:
         _chart_library_loader()(key=CHART_LIBRARY_KEY, data={"module": module}, height=0)
 
 
-def show_chart(fig, key: str, *, summary: str | None = None, data: dict | None = None) -> None:
+def show_chart(
+    fig,
+    key: str,
+    *,
+    summary: str | None = None,
+    data: dict | None = None,
+    picks: tuple[tuple[str, int], ...] = (),
+) -> None:
     """A chart, the one line that says what it shows, and its numbers to download.
 
     `summary` is computed by the page from the numbers drawn (screen readers read it,
     and it stays legible on a projector); it may quote the visitor's tokens, so it is
     written as literal text. `data` is only turned into files when a button is clicked.
     In presenter mode the chart is drawn for a projector (components/projector.py).
+    A grid chart (a dict from components/grid.py) whose panel may be picked sets
+    `picks`' controls, ((row's key, rows), (column's key, columns)), to the row and
+    column of the cell the visitor clicks.
     """
-    spec = fig.to_plotly_json()
-    if st.session_state.get(PRESENTING_KEY):
-        spec = for_projector(spec)
-    st.plotly_chart(ready_for_streamlit(spec), config=chart_config(), key=key, theme=None)
+    if isinstance(fig, dict):
+        _draw_grid(fig, key, summary, picks)
+    else:
+        spec = fig.to_plotly_json()
+        if st.session_state.get(PRESENTING_KEY):
+            spec = for_projector(spec)
+        st.plotly_chart(ready_for_streamlit(spec), config=chart_config(), key=key, theme=None)
     if summary is None and data is None:
         return
     with st.container(horizontal=True, vertical_alignment="center", gap="small"):
@@ -408,6 +423,65 @@ def show_chart(fig, key: str, *, summary: str | None = None, data: dict | None =
             st.caption(markdown_literal(summary), width="stretch")
         if data is not None:
             _data_download(key, data)
+
+
+# Each grid chart is a small component that hands its data to the renderer (22 kB of
+# JavaScript, assets/grid_chart.js), which a page sends once per run, before its first
+# grid chart (`load_grid_charts`), not once per chart: an element's code travels with
+# it on every rerun. Sent the same on every run, it is a message the browser keeps in
+# its cache and Streamlit then sends by reference.
+_GRID_CHART_JS = """
+export default function (chart) {
+  if (window.__seqlensGrid) return window.__seqlensGrid(chart);
+  (window.__seqlensGridQueue = window.__seqlensGridQueue || []).push(chart);
+}
+"""
+GRID_CODE_KEY = "_grid_code"
+
+
+@cache
+def _grid_chart():
+    return st.components.v2.component("seqlens_grid", js=_GRID_CHART_JS, isolate_styles=False)
+
+
+@cache
+def _grid_code():
+    code = (ASSETS / "grid_chart.js").read_text(encoding="utf-8")
+    return st.components.v2.component("seqlens_grid_code", js=code)
+
+
+def load_grid_charts() -> None:
+    """The grid charts' renderer, sent by a page that draws grid charts, before them."""
+    _grid_code()(key=GRID_CODE_KEY, height=0)
+
+
+def _draw_grid(spec: dict, key: str, summary: str | None, picks) -> None:
+    """A grid chart (components/grid.py), saved in the image format chosen in the sidebar."""
+    image_format = chosen_format(IMAGE_FORMAT_KEY)
+    spec = spec | dict(
+        label=summary or "",
+        file=f"seqlens-{key}",
+        format=image_format,
+        save_label=t("app.save_chart", format=image_format.upper()),
+        save_help=t("app.save_chart_help"),
+    )
+    if st.session_state.get(PRESENTING_KEY):
+        spec = enlarged(spec, PROJECTOR_SCALE)
+    if not picks:
+        _grid_chart()(data=spec, key=key)
+        return
+    # A function of this module and plain values: the session keeps no page namespace.
+    _grid_chart()(data=spec, key=key, on_pick_change=partial(_set_picked, key, picks))
+
+
+def _set_picked(key: str, picks: tuple[tuple[str, int], ...]) -> None:
+    """A grid chart's click: each control in `picks` gets the clicked cell's index, if the
+    cell is one the chart has (the value comes from the browser)."""
+    cell = st.session_state[key].get("pick")
+    if not (isinstance(cell, list) and len(cell) == len(picks)):
+        return
+    if all(type(i) is int and 0 <= i < n for i, (_, n) in zip(cell, picks, strict=True)):
+        st.session_state.update({name: i for i, (name, _) in zip(cell, picks, strict=True)})
 
 
 def _data_download(key: str, data: dict) -> None:

@@ -11,13 +11,14 @@ import numpy as np
 import streamlit as st
 
 from components.ablation import next_token_figure, token_similarity_figure
-from components.attention import (
-    all_heads_figure,
-    head_heatmap,
-    head_summary_figure,
-    token_focus_figure,
-)
 from components.frame import enter_lesson
+from components.grid import (
+    all_heads_grid,
+    focus_grid,
+    head_grid,
+    position_labels,
+    statistics_grid,
+)
 from components.i18n import LANGUAGES, t, using_language
 from components.labels import escape_label, head_label, markdown_literal, token_labels
 from components.summaries import (
@@ -40,6 +41,7 @@ from components.widgets import (
     linked_slider,
     linked_tabs,
     load_checkpoint,
+    load_grid_charts,
     load_visitor_store,
     model_choices,
     sentence_or_stop,
@@ -236,6 +238,7 @@ def intro(cfg, key: str, name: str) -> None:
 
 
 enter_lesson()
+load_grid_charts()
 st.header(t("heads.title"))
 model_key = cached_key(choose_model())
 trained = model_key.startswith(CHECKPOINT_KEY)
@@ -282,14 +285,14 @@ hover = [
             cls=stats["cls"][la, h],
             sep=stats["sep"][la, h],
         )
-        + ("" if cfg.n_kv_heads == cfg.n_heads else f"<br>{kv_suffix(h)}")
+        + ("" if cfg.n_kv_heads == cfg.n_heads else f"\n{kv_suffix(h)}")
         for h in range(n_heads)
     ]
     for la in range(n_layers)
 ]
 st.subheader(t("heads.all_title", n_layers=n_layers, n_heads=n_heads))
 show_chart(
-    all_heads_figure(
+    all_heads_grid(
         patterns,
         selected=(layer, head),
         hover_text=hover,
@@ -298,6 +301,7 @@ show_chart(
     ),
     key="all_heads",
     summary=all_heads_summary(patterns, tokens, run.special_positions),
+    picks=(("layer", n_layers), ("head", n_heads)),
     data={
         "layer": range(n_layers),
         "head": range(n_heads),
@@ -319,9 +323,9 @@ with one:
     pattern = patterns[layer, head]
     link = strongest_link(pattern, ignore=specials)
     show_chart(
-        head_heatmap(
+        head_grid(
             pattern,
-            labels,
+            tokens,
             query_title=t("heads.query"),
             key_title=t("heads.key"),
             weight_title=t("heads.axis.weight"),
@@ -354,8 +358,8 @@ with focus:
     neighbours = tuple(k for k in (query - 1, query + 1) if 0 <= k < len(tokens))
     best = strongest_head_for_query(patterns, query, (*specials, *neighbours))
     show_chart(
-        token_focus_figure(
-            patterns, query, labels, key_title=t("heads.key"), weight_title=t("heads.axis.weight")
+        focus_grid(
+            patterns, query, tokens, key_title=t("heads.key"), weight_title=t("heads.axis.weight")
         ),
         key="focus",
         summary=token_focus_summary(tokens, query, best, patterns),
@@ -396,7 +400,7 @@ def statistics_section() -> None:
     if cfg.causal:
         stat_titles["cls"] = t("heads.stat.first")
     show_chart(
-        head_summary_figure(
+        statistics_grid(
             {name: stats[name] for name in stat_names},
             titles=stat_titles,
             formats={"entropy": ".2f", "distance": ".1f", "cls": ".0%", "sep": ".0%"},
@@ -423,7 +427,7 @@ def every_head_grid() -> None:
     effect_name = "kl" if cfg.causal else "distance"
     strongest = np.unravel_index(int(np.argmax(effects)), effects.shape)
     show_chart(
-        head_summary_figure(
+        statistics_grid(
             {effect_name: effects},
             titles={effect_name: t(f"heads.effect.{effect_name}")},
             formats={effect_name: ".3f" if cfg.causal else ".4f"},
@@ -530,11 +534,12 @@ def rollout_section() -> None:
         else 0
     )
     flow = rollout[through]
+    drawn = position_labels(tokens)  # the chart's labels, as the numbers' row and column names
     q_best, k_best, _ = strongest_link(flow, ignore=specials) or (0, 0, 0.0)
     show_chart(
-        head_heatmap(
+        head_grid(
             flow,
-            labels,
+            tokens,
             query_title=t("heads.query"),
             key_title=t("heads.rollout_input"),
             weight_title=t("heads.rollout_share"),
@@ -547,7 +552,7 @@ def rollout_section() -> None:
             key=tokens[k_best],
             share=float(flow[q_best, k_best]),
         ),
-        data={"query": labels, **{label: flow[:, i] for i, label in enumerate(labels)}},
+        data={"query": drawn, **{label: flow[:, i] for i, label in enumerate(drawn)}},
     )
     st.caption(t("heads.rollout_caption", layer=through))
     st.warning(t("heads.rollout_caveat"))

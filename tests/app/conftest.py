@@ -73,12 +73,36 @@ def every_tab(lesson_path: str, sentence: str, **query) -> list[AppTest]:
     return [open_lesson(lesson_path, sentence, **query, **view) for view in views]
 
 
+def grid_specs(at: AppTest) -> list[dict]:
+    """Every grid chart (components/grid.py) on the page, as the spec the browser receives."""
+    return [
+        json.loads(el.proto.json)
+        for el in at.get("bidi_component")
+        if el.proto.component_name == "seqlens_grid"
+    ]
+
+
 def chart(at: AppTest, key: str) -> dict:
-    """The plotly chart drawn with `key` (its element id ends with the key)."""
+    """The chart drawn with `key` (its element id ends with the key): a plotly figure, or
+    a grid chart's spec."""
     for el in at.get("plotly_chart"):
         if el.proto.id.endswith(f"-{key}"):
             return json.loads(el.proto.spec)
+    for el in at.get("bidi_component"):
+        if el.proto.component_name == "seqlens_grid" and el.proto.id.endswith(f"-{key}"):
+            return json.loads(el.proto.json)
     raise AssertionError(f"no chart with key {key!r}")
+
+
+def grid_values(spec: dict, panel: int = 0) -> np.ndarray:
+    """A grid chart panel's cell values, rows × columns (sent as float32 bytes)."""
+    drawn = spec["panels"][panel]
+    values = np.frombuffer(base64.b64decode(drawn["z"]), dtype="<f4")
+    return values.reshape(drawn["rows"], drawn["cols"]).astype(float)
+
+
+def grid_columns(spec: dict, panel: int = 0) -> list[str]:
+    return spec["panels"][panel]["columns"]
 
 
 def plotly_array(value) -> np.ndarray:

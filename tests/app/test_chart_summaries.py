@@ -26,10 +26,14 @@ def _walk(node):
 
 
 def chart_furniture(at) -> dict[str, tuple[str | None, set[str]]]:
-    """Each plotly chart's key → (the summary drawn under it, the download files beside it)."""
+    """Each chart's key (plotly or grid) → (the summary drawn under it, the download files
+    beside it)."""
     found = {}
     for node, siblings, index in _walk(at._tree):
-        if not (isinstance(node, UnknownElement) and node.type == "plotly_chart"):
+        if not isinstance(node, UnknownElement):
+            continue
+        grid = node.type == "bidi_component" and node.proto.component_name == "seqlens_grid"
+        if node.type != "plotly_chart" and not grid:
             continue
         key = node.proto.id.rsplit("-", 1)[-1]
         summary, files = None, set()

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import ROOT, chart_specs, messages, open_lesson
+from conftest import ROOT, chart_specs, every_tab, grid_specs, grid_values, messages, open_lesson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -51,6 +51,21 @@ def non_finite_numbers(node) -> int:
     return 0
 
 
+def every_chart(at) -> list[dict]:
+    """Plotly figures and grid charts (components/grid.py), as the browser receives them."""
+    return chart_specs(at) + grid_specs(at)
+
+
+def non_finite_drawn(spec: dict) -> int:
+    """NaN/inf in what a chart draws: a plotly figure's data, a grid's cells."""
+    if "panels" not in spec:
+        return non_finite_numbers(spec["data"])
+    with_cells = [i for i, panel in enumerate(spec["panels"]) if "z" in panel]
+    return non_finite_numbers(spec) + sum(
+        int((~np.isfinite(grid_values(spec, i))).sum()) for i in with_cells
+    )
+
+
 def assert_no_failure(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not any(m.startswith("Something went wrong") for m in messages(at))
@@ -75,8 +90,9 @@ def test_bad_input_gets_a_message_then_valid_input_draws(lesson_path, name, text
     if told is not None:
         assert any(told in m for m in messages(at)), messages(at)
     if name in ("empty", "whitespace"):
-        assert chart_specs(at) == []
-    # Hostile text never reaches a sink that renders markup.
+        assert every_chart(at) == []
+    # Hostile text never reaches a sink that renders markup. (Grid charts draw their
+    # labels as canvas text: tests/e2e/test_grid_charts.py.)
     for payload in ("onerror", "<script", "javascript:", "127.0.0.2", "<b>"):
         assert payload not in rendered_markup(at)
     for spec in chart_specs(at):
@@ -85,10 +101,10 @@ def test_bad_input_gets_a_message_then_valid_input_draws(lesson_path, name, text
                 labels = trace.get(axis)
                 if isinstance(labels, list):
                     assert not any("<" in str(label) for label in labels)
-    assert all(non_finite_numbers(spec["data"]) == 0 for spec in chart_specs(at))
+    assert all(non_finite_drawn(spec) == 0 for spec in every_chart(at))
     at.text_input(key="sentence").set_value(VALID).run()
     assert_no_failure(at)
-    specs = chart_specs(at)
+    specs = every_chart(at)
     assert specs, "valid input after bad input draws charts"
     assert any("leaves" in json.dumps(spec) for spec in specs)
 
@@ -113,7 +129,7 @@ def test_garbage_in_the_link_is_replaced_with_a_visible_note(lesson_path, garbag
     assert keys, "every lesson keeps its controls in the link"
     at = open_lesson(lesson_path, VALID, **{key: garbage for key in keys})
     assert_no_failure(at)
-    assert chart_specs(at)
+    assert every_chart(at)
     link_notes = [m for m in messages(at) if m.startswith("The link")]
     assert len(link_notes) == len(keys), (keys, link_notes)
     # The value the visitor typed is quoted as plain text, never inside a message.
@@ -130,7 +146,7 @@ def test_every_lesson_offers_its_own_examples(lesson_path):
     preset.select(examples[lesson_path][-1]).run()
     assert_no_failure(at)
     assert at.text_input(key="sentence").value == examples[lesson_path][-1]
-    assert chart_specs(at)
+    assert every_chart(at)
 
 
 # Any text at all: every page answers with charts or a message, never a failure.
@@ -143,6 +159,23 @@ def test_every_lesson_offers_its_own_examples(lesson_path):
 def test_any_text_is_answered_without_failure(lesson_path, text):
     at = open_lesson(lesson_path, text)
     assert_no_failure(at)
-    specs = chart_specs(at)
+    specs = every_chart(at)
     assert specs or any("Type a sentence" in m for m in messages(at))
-    assert all(non_finite_numbers(spec["data"]) == 0 for spec in specs)
+    assert all(non_finite_drawn(spec) == 0 for spec in specs)
+
+
+def test_a_lesson_that_draws_grid_charts_sends_their_renderer_once_before_them(lesson_path):
+    for at in every_tab(lesson_path, VALID):
+        assert_no_failure(at)
+        elements = [el.proto for el in at.get("bidi_component")]
+        names = [el.component_name for el in elements]
+        if "seqlens_grid" not in names:
+            continue
+        assert names.count("seqlens_grid_code") == 1
+        assert names.index("seqlens_grid_code") < names.index("seqlens_grid")
+        code = elements[names.index("seqlens_grid_code")].js_content
+        assert "window.__seqlensGrid = render" in code
+        # Each chart carries only the hand-over to it, not the renderer again.
+        for element in elements:
+            if element.component_name == "seqlens_grid":
+                assert len(element.js_content) < 400 and "__seqlensGrid" in element.js_content

@@ -7,7 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import chart, messages, open_lesson, plotly_array, texts
+from conftest import chart, grid_columns, grid_values, messages, open_lesson, texts
 
 from components.widgets import model_choices
 from models.tiny import save_tiny_model
@@ -53,9 +53,9 @@ def test_the_model_list_offers_the_folder_models_after_minilm(models_dir):
 def test_a_tiny_gpt2_draws_its_heads_under_the_causal_mask():
     at = open_lesson("heads", SENTENCE, model="folder:tiny-gpt2", layer="1", head="2")
     assert not at.exception
-    one = chart(at, "one_head")["data"][0]
-    assert one["x"] == ["0:&lt;s&gt;", "1:the", "2:cat", "3:sat", "4:on", "5:the", "6:mat"]
-    z = plotly_array(one["z"])
+    one = chart(at, "one_head")
+    assert grid_columns(one) == ["0:<s>", "1:the", "2:cat", "3:sat", "4:on", "5:the", "6:mat"]
+    z = grid_values(one)
     assert z.shape == (7, 7)
     assert np.all(z[np.triu_indices(7, k=1)] == 0.0) and np.all(z[np.tril_indices(7)] > 0.0)
     assert any(m.startswith("Causal mask") for m in messages(at))
@@ -69,8 +69,8 @@ def test_llama_says_which_key_value_head_each_query_head_reads():
     assert gqa and "4 query heads share 2 key/value heads" in gqa[0]
     assert "H0–H1 → KV0, H2–H3 → KV1" in gqa[0]
     assert "reads key/value head KV1" in [c.value for c in at.caption]
-    hover = chart(at, "all_heads")["data"][1]["text"]
-    assert hover[0][1].endswith("reads key/value head KV0")
+    hover = chart(at, "all_heads")["panels"][0]["hover"]["text"]
+    assert hover[1].endswith("reads key/value head KV0")
 
 
 def test_switching_a_gpt2_head_off_shows_next_token_probabilities_before_and_after():
@@ -88,9 +88,9 @@ def test_every_head_is_measured_alone_on_request_for_this_sentence():
     with pytest.raises(AssertionError):
         chart(at, "every_head_effect")  # not on every keystroke: only when asked
     at.button(key="every_head_go").click().run()
-    grid = chart(at, "every_head_effect")["data"][0]
-    assert grid["name"] == "kl"
-    assert np.all(plotly_array(grid["z"]) > 0.0) and plotly_array(grid["z"]).shape == (2, 4)
+    grid = chart(at, "every_head_effect")
+    assert grid["panels"][0]["title"].startswith("KL divergence of the next token")
+    assert np.all(grid_values(grid) > 0.0) and grid_values(grid).shape == (2, 4)
     # Another sentence asks again.
     at.text_input(key="sentence").set_value("the dog sat").run()
     with pytest.raises(AssertionError):
@@ -119,8 +119,7 @@ def test_rollout_through_the_last_layer_is_drawn_with_its_caveat():
     at = open_lesson("heads", SENTENCE, model="folder:tiny-bert", view="rollout")
     assert not at.exception
     assert at.slider(key="rollout_layer").value == 1
-    rollout = chart(at, "rollout")["data"][0]
-    assert rollout["x"][0] == "0:[CLS]"
+    assert grid_columns(chart(at, "rollout"))[0] == "0:[CLS]"
     assert any(m.startswith("Rollout is not an explanation") for m in messages(at))
 
 
@@ -130,7 +129,7 @@ def test_a_link_to_a_refused_or_unknown_model_opens_minilm_with_a_note():
         assert not at.exception
         assert at.selectbox(key="model").value == "all-MiniLM-L6-v2"
         assert any("does not offer" in m for m in messages(at))
-        assert chart(at, "one_head")["data"][0]["x"][0] == "0:[CLS]"
+        assert grid_columns(chart(at, "one_head"))[0] == "0:[CLS]"
 
 
 def test_changing_the_model_starts_its_controls_afresh():
@@ -138,7 +137,7 @@ def test_changing_the_model_starts_its_controls_afresh():
     at.selectbox(key="model").set_value("folder:tiny-gpt2").run()
     assert not at.exception
     assert at.selectbox(key="layer").value == 1 and at.selectbox(key="head").value == 1
-    assert chart(at, "one_head")["data"][0]["x"][0] == "0:&lt;s&gt;"
+    assert grid_columns(chart(at, "one_head"))[0] == "0:<s>"
 
 
 def test_the_model_choice_speaks_chinese():

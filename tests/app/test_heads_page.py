@@ -6,9 +6,8 @@ import base64
 import io
 import re
 
-import numpy as np
 import pytest
-from conftest import chart, chart_specs, messages, open_lesson, texts
+from conftest import chart, chart_specs, grid_specs, messages, open_lesson, texts
 from PIL import Image
 
 DEFAULT_TOKENS = [
@@ -21,45 +20,57 @@ def labels(tokens: list[str]) -> list[str]:
     return [f"{i}:{tok}" for i, tok in enumerate(tokens)]
 
 
+def columns(at, key: str) -> list[str]:
+    """The column labels of the grid chart drawn with `key`."""
+    return chart(at, key)["panels"][0]["columns"]
+
+
+def rows(at, key: str) -> list[str]:
+    return [label for _, label in chart(at, key)["panels"][0]["y"]["ticks"]]
+
+
+def charts_drawn(at) -> int:
+    return len(chart_specs(at)) + len(grid_specs(at))
+
+
 def test_default_sentence_draws_every_chart_with_its_tokens():
     at = open_lesson("heads")
     assert not at.exception
     # heads, one head, token focus, and the open tab's: head statistics
-    assert len(chart_specs(at)) == 4
-    one = chart(at, "one_head")["data"][0]
-    assert one["x"] == labels(DEFAULT_TOKENS)
-    assert one["y"] == labels(DEFAULT_TOKENS)
-    assert chart(at, "focus")["data"][0]["x"] == labels(DEFAULT_TOKENS)
+    assert len(grid_specs(at)) == 4 and chart_specs(at) == []
+    assert columns(at, "one_head") == labels(DEFAULT_TOKENS)
+    assert rows(at, "one_head") == labels(DEFAULT_TOKENS)
+    assert columns(at, "focus") == labels(DEFAULT_TOKENS)
     assert " · ".join(DEFAULT_TOKENS) in texts(at)
 
 
 def test_all_heads_image_tiles_every_layer_and_head():
     at = open_lesson("heads", "The cat sat on the mat")
-    image = chart(at, "all_heads")["data"][0]
-    assert image["type"] == "image"
-    png = base64.b64decode(image["source"].split(",", 1)[1])
+    (panel,) = chart(at, "all_heads")["panels"]
+    png = base64.b64decode(panel["image"].split(",", 1)[1])
     width, height = Image.open(io.BytesIO(png)).size
     # 12 heads across, 6 layers down: the picture is about twice as wide as tall.
     assert 1.8 < width / height < 2.2
-    hover = chart(at, "all_heads")["data"][1]["text"]
-    assert np.array(hover).shape == (6, 12)
+    assert (panel["cols"], panel["rows"]) == (width, height)
+    hover = panel["hover"]
+    assert (hover["rows"], hover["cols"]) == (6, 12) and len(hover["text"]) == 72
+    assert hover["text"][13].startswith("Layer 1, head 1\nentropy")
 
 
 def test_editing_the_sentence_changes_the_token_labels():
     at = open_lesson("heads")
     at.text_input(key="sentence").set_value("A giraffe ate the leaves").run()
-    one = chart(at, "one_head")["data"][0]
-    assert one["x"] == labels(
+    assert columns(at, "one_head") == labels(
         ["[CLS]", "a", "gi", "##raf", "##fe", "ate", "the", "leaves", "[SEP]"]
     )
-    assert chart(at, "focus")["data"][0]["x"] == one["x"]
+    assert columns(at, "focus") == columns(at, "one_head")
 
 
 def test_shared_link_restores_sentence_layer_and_head():
     at = open_lesson("heads", "The cat sat on the mat", layer="5", head="11")
     assert at.text_input(key="sentence").value == "The cat sat on the mat"
     assert "Layer 5, head 11" in [s.value for s in at.subheader]
-    assert chart(at, "one_head")["data"][0]["x"][2] == "2:cat"
+    assert columns(at, "one_head")[2] == "2:cat"
 
 
 def test_empty_sentence_shows_a_message_and_no_chart():
@@ -68,7 +79,7 @@ def test_empty_sentence_shows_a_message_and_no_chart():
         at.text_input(key="sentence").set_value(empty).run()
         assert not at.exception
         assert any("Type a sentence" in m for m in messages(at))
-        assert chart_specs(at) == []
+        assert charts_drawn(at) == 0
 
 
 def test_thousand_word_sentence_is_capped_with_a_note_naming_the_cap():
@@ -77,14 +88,13 @@ def test_thousand_word_sentence_is_capped_with_a_note_naming_the_cap():
     assert not at.exception
     notes = messages(at)
     assert any("Truncated to 128 tokens" in m for m in notes)
-    one = chart(at, "one_head")["data"][0]
-    assert len(one["x"]) == 128
-    assert one["x"][-1] == "127:[SEP]"
+    assert len(columns(at, "one_head")) == 128
+    assert columns(at, "one_head")[-1] == "127:[SEP]"
 
 
 def test_repeated_tokens_keep_their_own_labels():
     at = open_lesson("heads", "the the the")
-    assert chart(at, "one_head")["data"][0]["x"] == [
+    assert columns(at, "one_head") == [
         "0:[CLS]",
         "1:the",
         "2:the",
@@ -97,7 +107,7 @@ def test_chinese_and_emoji_are_reported_as_unknown_and_quoted_as_text():
     at = open_lesson("heads", "I love 你 😀 pizza")
     assert any("became its unknown token ([UNK]" in m for m in messages(at))
     assert any("😀" in t for t in texts(at))
-    assert "[UNK]" in " ".join(chart(at, "one_head")["data"][0]["x"])
+    assert "[UNK]" in " ".join(columns(at, "one_head"))
 
 
 def test_hostile_text_stays_text():
@@ -106,9 +116,9 @@ def test_hostile_text_stays_text():
     assert not at.exception
     rendered = [m.value for m in at.markdown] + messages(at)
     assert not any("onerror" in m for m in rendered)
-    for label in chart(at, "one_head")["data"][0]["x"]:
-        assert "<" not in label and ">" not in label
-    assert any("&lt;" in label for label in chart(at, "one_head")["data"][0]["x"])
+    # The grid draws its labels as text, never as markup: each token as it is.
+    assert "1:<" in columns(at, "one_head")
+    assert "2:im" in columns(at, "one_head")
 
 
 def test_show_strongest_head_button_selects_that_head():
@@ -124,7 +134,7 @@ def test_invalid_layer_and_head_in_the_link_fall_back_to_valid_ones():
     at = open_lesson("heads", "The cat sat", layer="99", head="abc")
     assert not at.exception
     # heads, one head, token focus, and the open tab's: head statistics
-    assert len(chart_specs(at)) == 4
+    assert charts_drawn(at) == 4
 
 
 def test_one_visitor_gets_the_short_live_pause(monkeypatch):
@@ -147,7 +157,7 @@ def test_preset_fills_the_sentence_box():
 def test_one_word_sentence_draws_without_a_strongest_link():
     at = open_lesson("heads", "a")
     assert not at.exception
-    assert chart(at, "one_head")["data"][0]["x"] == ["0:[CLS]", "1:a", "2:[SEP]"]
+    assert columns(at, "one_head") == ["0:[CLS]", "1:a", "2:[SEP]"]
     assert not any(m.startswith("Something went wrong") for m in messages(at))
 
 

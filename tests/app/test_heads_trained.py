@@ -10,9 +10,10 @@ import pytest
 from conftest import (
     chart,
     forget_visitor,
+    grid_columns,
+    grid_values,
     messages,
     open_lesson,
-    plotly_array,
     save_shipped,
     texts,
 )
@@ -37,7 +38,8 @@ def _no_failure(at) -> None:
 
 
 def _keys(at) -> set[str]:
-    return {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
+    drawn = [*at.get("plotly_chart"), *at.get("bidi_component")]
+    return {el.proto.id.rsplit("-", 1)[-1] for el in drawn}
 
 
 def _keys_in_every_tab(at) -> set[str]:
@@ -56,7 +58,7 @@ def _minilm_instead(at) -> None:
     _no_failure(at)
     assert at.selectbox(key="model").value == "all-MiniLM-L6-v2"
     assert any("not among your saved models" in m for m in messages(at))
-    assert chart(at, "one_head")["data"][0]["x"][0] == "0:[CLS]"
+    assert grid_columns(chart(at, "one_head"))[0] == "0:[CLS]"
 
 
 def _metadata(name: str) -> dict:
@@ -84,7 +86,7 @@ def test_every_section_runs_on_each_shipped_trained_model(name):
     # Every head in turn, on request.
     at.button(key="every_head_go").click().run()
     _no_failure(at)
-    effects = plotly_array(chart(at, "every_head_effect")["data"][0]["z"])
+    effects = grid_values(chart(at, "every_head_effect"))
     assert effects.shape == (spec["n_layers"], spec["n_heads"]) and np.all(effects >= 0)
     assert np.isfinite(effects).all() and effects.max() > 0
     assert _keys_in_every_tab(at) >= SECTIONS
@@ -104,8 +106,8 @@ def test_the_induction_model_reads_its_own_sequence_and_names_its_measured_heads
     at.button(key="jump_induction").click().run()
     assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (i_layer, i_head)
     # The chosen head attends from the last token to the one after its previous occurrence.
-    tokens = chart(at, "one_head")["data"][0]["x"]
-    pattern = plotly_array(chart(at, "one_head")["data"][0]["z"])
+    tokens = grid_columns(chart(at, "one_head"))
+    pattern = grid_values(chart(at, "one_head"))
     last = [label.split(":", 1)[1] for label in tokens]
     earlier = len(last) - 1 - last[::-1].index(last[-1], 1)
     assert int(np.argmax(pattern[-1])) == earlier + 1
@@ -162,7 +164,7 @@ def test_two_visitors_models_of_the_same_name_are_never_confused():
             _no_failure(at)
             assert any(task in m for m in messages(at))
             # The heads drawn are this visitor's model's (induction symbols are t0 … t31).
-            first_label = chart(at, "one_head")["data"][0]["x"][0]
+            first_label = grid_columns(chart(at, "one_head"))[0]
             assert first_label.startswith("0:t") == induction_symbols
     finally:
         forget_visitor(store, first)

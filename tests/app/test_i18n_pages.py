@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import APP_TIMEOUT, ROOT, chart_specs, open_lesson
+from conftest import APP_TIMEOUT, ROOT, chart_specs, grid_specs, open_lesson
 from streamlit.testing.v1 import AppTest
 
 from components.i18n import current_language, strings, using_language
@@ -65,7 +65,8 @@ def shown_texts(at: AppTest) -> list[str]:
 
 
 def chart_texts(at: AppTest) -> list[str]:
-    """Titles, axis titles and trace names of every chart."""
+    """Titles, axis titles and trace names of every chart (a grid's: its panels' titles,
+    axis and colour-bar titles, the name in its hover label, its save button)."""
     found: list[str] = []
     for spec in chart_specs(at):
         layout = spec.get("layout", {})
@@ -80,7 +81,12 @@ def chart_texts(at: AppTest) -> list[str]:
         found += [
             trace["name"] for trace in spec.get("data", []) if isinstance(trace.get("name"), str)
         ]
-    return found
+    for spec in grid_specs(at):
+        for panel in spec["panels"]:
+            found += [panel.get("title"), panel["x"]["title"], panel["y"]["title"]]
+            found += [panel.get("colorbar", {}).get("title"), panel["hover"].get("name")]
+        found += [spec["save_label"]]
+    return [text for text in found if isinstance(text, str) and text]
 
 
 def assert_no_failure(at: AppTest) -> None:
@@ -154,7 +160,7 @@ def test_every_heading_caption_message_and_label_is_chinese(zh_page):
 def test_lesson_pages_draw_their_charts_in_chinese(zh_page):
     page, at = zh_page
     if page == "home":
-        assert chart_specs(at) == []
+        assert chart_specs(at) == grid_specs(at) == []
         return
     titles = chart_texts(at)
     assert titles, "no chart drawn"

@@ -7,7 +7,7 @@ browser (tests/e2e/test_classroom.py); here: state, the style sheet, the link's 
 from __future__ import annotations
 
 import pytest
-from conftest import chart_specs, messages, open_home, open_lesson
+from conftest import chart_specs, grid_specs, messages, open_home, open_lesson
 from streamlit.testing.v1 import AppTest
 
 from components.frame import LAYOUT_CSS, PRESENTER_CSS
@@ -58,10 +58,11 @@ def test_without_a_link_the_page_is_normal_and_the_layout_sheet_is_always_there(
 
 
 def heights_and_fonts(at: AppTest) -> list[tuple[float, float]]:
-    return [
+    plotly = [
         (spec["layout"]["height"], spec["layout"].get("font", {}).get("size", 12))
         for spec in chart_specs(at)
     ]
+    return plotly + [(spec["height"], spec["font"]) for spec in grid_specs(at)]
 
 
 def test_every_lesson_draws_in_presenter_mode_and_switches_back(lesson_path):

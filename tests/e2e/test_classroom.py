@@ -11,10 +11,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from test_browser import (
-    CHART,
+    ANY_CHART,
+    HEADS_GRID_KEYS,
     assert_page_healthy,
     screenshot,
     wait_for_charts,
+    wait_for_grids,
     wait_until_idle,
 )
 
@@ -57,6 +59,9 @@ def open_page(page, base_url: str, path: str, **query: str) -> None:
     expect(page.get_by_role("heading", name=heading)).to_be_visible(timeout=90_000)
     if path:
         wait_for_charts(page)
+    if path == "heads":
+        # Its charts are grid charts (assets/grid_chart.js): all four drawn.
+        wait_for_grids(page, HEADS_GRID_KEYS)
     wait_until_idle(page)
     assert_page_healthy(page)
 
@@ -89,9 +94,9 @@ def test_every_page_in_both_languages_normal_and_presenting(browser, app_server,
         )
         assert parse_qs(urlsplit(page.url).query).get("present") == ["1"]
         if path:
-            # One chart per screen: no two charts side by side.
+            # One chart per screen: no two charts side by side (plotly's or grids).
             lefts = page.eval_on_selector_all(
-                CHART, "els => els.map(e => Math.round(e.getBoundingClientRect().left))"
+                ANY_CHART, "els => els.map(e => Math.round(e.getBoundingClientRect().left))"
             )
             assert len(set(lefts)) == 1, lefts
         screenshot(page, f"classroom-{page_name(path)}-{language}-presenter")

@@ -4,19 +4,26 @@ A deep link that is the very first visit to a fresh server keeps presenter mode,
 language and its settings through the next change; a hand-typed ?lang=zh stays in the
 address bar, so a link copied at once opens in Chinese, and so do choices a link names by
 their value (`?tr_task=lm`); in presenter mode, hovering a chart names the cell or point
-under the pointer and a drag zooms onto what was framed.
+under the pointer (the attention heatmaps are grid charts, assets/grid_chart.js, drawn
+on a canvas: they have no zoom) and chart text is larger.
 """
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from test_browser import (
-    CHART,
+    ANY_CHART,
+    HEADS_GRID_KEYS,
     RERUN_TIMEOUT_MS,
     assert_page_healthy,
+    grid_hover_labels,
+    hover_grid,
     screenshot,
+    tick_labels,
+    wait_for_grids,
     wait_until_drawn,
     wait_until_idle,
 )
@@ -193,8 +200,6 @@ POINT_ON_SCREEN = """([key, x, y]) => {
 }"""
 HOVER_TEXT = """(key) => [...document.querySelectorAll(`.st-key-${key} .hoverlayer .hovertext`)]
     .map(el => el.textContent).join(' | ')"""
-X_RANGE = """(key) => document.querySelector(`.st-key-${key} .js-plotly-plot`)
-    ._fullLayout.xaxis.range"""
 
 
 def hover(page, key: str, x, y) -> str:
@@ -237,37 +242,59 @@ def open_presenting(page, base_url: str, path: str, **query: str) -> None:
     expect_presenting(page)
 
 
+# "10:it → 2:animal\nweight 0.6400": the query's and the key's position and token, the weight.
+ONE_HEAD_HOVER = re.compile(
+    rf"^(\d+):(.+) → (\d+):(.+)\n{re.escape(EN['heads.axis.weight'])} (\d\.\d{{4}})$"
+)
+
+
+def sentence_token(token: str) -> bool:
+    """Whether a WordPiece token comes from SENTENCE (the tokenizer lowercases it)."""
+    return token in ("[CLS]", "[SEP]") or token.removeprefix("##") in SENTENCE.lower()
+
+
 def test_in_presenter_mode_hovering_the_head_heatmap_names_the_cell_under_the_pointer(
     projector, app_server
 ):
     page = projector
     open_presenting(page, app_server, "heads", sentence=SENTENCE, layer="3", head="1")
-    labels = page.evaluate(
-        "() => Array.from(document.querySelector('.st-key-one_head .js-plotly-plot')"
-        "._fullData[0].x)"
-    )
-    it, animal, street = (
-        next(label for label in labels if label.endswith(f":{word}"))
-        for word in ("it", "animal", "street")
-    )
-    for query, key in ((it, animal), (animal, street), (labels[1], labels[-2])):
-        assert f"{query} → {key}" in hover(page, "one_head", key, query)
-    screenshot(page, "presenter-heads-hover")
+    wait_for_grids(page, ["one_head"])
+    columns = tick_labels(page, "one_head")
+    assert [c.split(":", 1)[1] for c in columns[2:4]] == ["animal", "didn"], columns
 
-    # A drag across the heatmap zooms onto the columns it framed.
-    first, last = labels.index(animal), labels.index(it)
-    start = page.evaluate(POINT_ON_SCREEN, ["one_head", animal, animal])
-    end = page.evaluate(POINT_ON_SCREEN, ["one_head", it, it])
-    page.mouse.move(*start)
-    page.mouse.down()
-    page.mouse.move(*end, steps=12)
-    page.mouse.up()
-    page.wait_for_function(
-        "([key, n]) => { const r = (" + X_RANGE + ")(key); return Math.abs(r[1] - r[0]) < n - 1; }",
-        arg=["one_head", len(labels)],
-    )
-    low, high = sorted(page.evaluate(X_RANGE, "one_head"))
-    assert abs(low - first) < 0.5 and abs(high - last) < 0.5, (low, high, first, last)
+    # Where the cells are is the chart's own layout: sweep corner to corner, and read each
+    # label that shows.
+    cells, shown = [], []
+    for point, text in grid_hover_labels(page, "one_head"):
+        if text is None:
+            continue
+        match = ONE_HEAD_HOVER.match(text)
+        assert match, text
+        query, query_token, key, key_token, weight = match.groups()
+        # The cell's row and column, as the axes label them, tokens of the sentence.
+        assert columns[int(query)] == f"{query}:{query_token}", (text, columns)
+        assert columns[int(key)] == f"{key}:{key_token}", (text, columns)
+        assert sentence_token(query_token) and sentence_token(key_token), text
+        assert 0.0 <= float(weight) <= 1.0, text
+        cells.append((int(query), int(key)))
+        shown.append((point, text))
+    # Down and to the right, the pointer meets later queries and later keys, never earlier.
+    assert len(set(cells)) >= 5, cells
+    assert cells == sorted(cells) and [k for _, k in cells] == sorted(k for _, k in cells), cells
+    # Left to right across the middle: one query, the keys in order.
+    across = [
+        ONE_HEAD_HOVER.match(text).groups()
+        for _, text in grid_hover_labels(page, "one_head", at_height=0.6)
+        if text
+    ]
+    assert len({q for q, *_ in across}) == 1, across
+    keys = [int(k) for _, _, k, _, _ in across]
+    assert keys == sorted(keys) and len(set(keys)) >= len(columns) // 2, across
+    # Back on a cell of the sweep: the same label again, kept in the screenshot.
+    point, text = shown[len(shown) // 2]
+    assert hover_grid(page, "one_head", *point) == text
+    expect(page.locator(".st-key-one_head .seqlens-grid-hover")).to_be_visible()
+    screenshot(page, "presenter-heads-hover")
     assert_page_healthy(page)
 
 
@@ -297,14 +324,24 @@ def test_presenter_mode_draws_chart_text_larger_and_every_chart_inside_the_scree
     browser, app_server
 ):
     """Larger for the back of the room, without scaling the page under the charts."""
-    tick_size = """(key) => { const tick = document.querySelector(`.st-key-${key} .xtick text`);
-        return tick && parseFloat(getComputedStyle(tick).fontSize); }"""
+    # The one-head grid's first column label, as drawn on its canvas: the size of the text
+    # it was drawn with (the scene the canvas replayed).
+    tick_size = """(key) => {
+        const grid = document.querySelector(`.st-key-${key} .seqlens-grid[data-columns]`);
+        const scene = grid && grid.__grid && grid.__grid.scene;
+        const first = grid && JSON.parse(grid.dataset.columns)[0];
+        const op = scene && scene.ops.find(o => o.op === 'text' && o.s === first);
+        return op ? op.size : null;
+    }"""
+    hover_size = """(key) => parseFloat(getComputedStyle(
+        document.querySelector(`.st-key-${key} .seqlens-grid-hover`)).fontSize)"""
+    # What each chart drew: a plotly chart's SVG, a grid chart's canvas.
     overflowing = """(sel) => [...document.querySelectorAll(sel)].filter(chart => {
         const main = document.querySelector('[data-testid="stMain"]').getBoundingClientRect();
-        const svg = chart.querySelector('.main-svg').getBoundingClientRect();
-        return svg.right > main.right + 1 || svg.left < main.left - 1;
+        const drawn = chart.querySelector('.main-svg, canvas').getBoundingClientRect();
+        return drawn.right > main.right + 1 || drawn.left < main.left - 1;
     }).length"""
-    sizes = {}
+    sizes, hover_sizes = {}, {}
     for present in ("0", "1"):
         context = browser.new_context(viewport=PROJECTOR)
         context.set_default_timeout(30_000)
@@ -312,8 +349,13 @@ def test_presenter_mode_draws_chart_text_larger_and_every_chart_inside_the_scree
             page = context.new_page()
             page.goto(f"{app_server}/heads?present={present}&sentence={quote(SENTENCE)}")
             wait_until_drawn(page)
+            wait_for_grids(page, HEADS_GRID_KEYS)
             sizes[present] = page.wait_for_function(tick_size, arg="one_head").json_value()
-            assert page.evaluate(overflowing, CHART) == 0
+            assert any(text for _, text in grid_hover_labels(page, "one_head")), "no label"
+            hover_sizes[present] = page.evaluate(hover_size, "one_head")
+            assert page.locator(ANY_CHART).count() >= len(HEADS_GRID_KEYS)
+            assert page.evaluate(overflowing, ANY_CHART) == 0
         finally:
             context.close()
     assert sizes["1"] >= 1.4 * sizes["0"], sizes
+    assert hover_sizes["1"] >= 1.4 * hover_sizes["0"], hover_sizes

@@ -1,25 +1,27 @@
-"""Attention figures built from small synthetic patterns; asserts on fig.data and fig.layout."""
+"""Attention charts built from small synthetic patterns; asserts on the specs the browser draws."""
 
 from __future__ import annotations
 
 import base64
-import html
 import io
-import itertools
+import json
 
 import numpy as np
 import pytest
 from PIL import Image
 from plotly.colors import sample_colorscale
 
-from components.attention import (
-    all_heads_figure,
+from components.grid import (
+    PALETTE_B64,
+    all_heads_grid,
     composite_image,
-    head_heatmap,
-    head_summary_figure,
-    token_focus_figure,
+    enlarged,
+    focus_grid,
+    head_grid,
+    position_labels,
+    statistics_grid,
 )
-from components.labels import head_label, token_labels
+from components.labels import head_label
 from components.palette import (
     ATTENTION_COLORSCALE,
     ATTENTION_PALETTE,
@@ -100,7 +102,25 @@ def test_tiling_palette_indices_gives_the_indices_of_the_tiled_weights(make_patt
     )
 
 
-# --- all_heads_figure --------------------------------------------------------------------
+# --- all_heads_grid ----------------------------------------------------------------------
+
+
+def floats(b64: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(b64), dtype="<f4")
+
+
+def cells(panel: dict) -> np.ndarray:
+    return floats(panel["z"]).reshape(panel["rows"], panel["cols"])
+
+
+def hover_of(n_layers: int, n_heads: int) -> list[list[str]]:
+    return [[f"layer {la} head {h}\nx" for h in range(n_heads)] for la in range(n_layers)]
+
+
+def all_heads_panel(patterns: np.ndarray, selected=None) -> dict:
+    n_layers, n_heads = patterns.shape[:2]
+    (panel,) = all_heads_grid(patterns, selected, hover_of(n_layers, n_heads))["panels"]
+    return panel
 
 
 @pytest.mark.parametrize(
@@ -109,52 +129,37 @@ def test_tiling_palette_indices_gives_the_indices_of_the_tiled_weights(make_patt
     ids=["2x3-short", "6x12", "1x2-long"],
 )
 def test_all_heads_image_pixels_match_tiles_and_layout(make_patterns, n_layers, n_heads, n):
-    patterns = make_patterns(n_layers, n_heads, n)
-    fig = all_heads_figure(patterns)
-    image = fig.data[0]
-    assert image.type == "image"
-    rgb = decode_png(image.source)
+    panel = all_heads_panel(make_patterns(n_layers, n_heads, n))
+    rgb = decode_png(panel["image"])
     height, width, _ = rgb.shape
+    # The panel's cells are the image's pixels, drawn square.
+    assert (panel["rows"], panel["cols"]) == (height, width)
+    assert panel["square"] is True
 
     rows, cols = tile_boxes(rgb)
     assert len(rows) == n_layers and len(cols) == n_heads
-    cell = cols[0][1] - cols[0][0] + 1
-    assert {last - first + 1 for first, last in rows + cols} == {cell}  # square tiles
-    assert cell % n == 0  # a whole number of pixels per token
+    assert {last - first + 1 for first, last in rows + cols} == {n}  # a pixel per weight
     gaps = {b[0] - a[1] - 1 for a, b in zip(cols, cols[1:], strict=False)}
     gaps |= {b[0] - a[1] - 1 for a, b in zip(rows, rows[1:], strict=False)}
-    gap = gaps.pop() if gaps else 2
-    assert not gaps and gap >= 1
+    assert len(gaps) <= 1 and min(gaps, default=1) >= 1
     assert (rows[0][0], cols[0][0]) == (0, 0)
-    assert width == n_heads * cell + (n_heads - 1) * gap
-    assert height == n_layers * cell + (n_layers - 1) * gap
 
-    # The image's pixel grid is the axes' unit: pixel i covers [i - 0.5, i + 0.5].
-    assert image.x0 in (None, 0) and image.dx in (None, 1)
-    assert image.y0 in (None, 0) and image.dy in (None, 1)
-    x_lo, x_hi = fig.layout.xaxis.range
-    y_hi, y_lo = fig.layout.yaxis.range  # reversed: row 0 at the top
-    assert x_lo < -0.5 and x_hi > width - 0.5
-    assert y_lo < -0.5 and y_hi > height - 0.5
-    assert x_hi - x_lo == pytest.approx(width + 2 * gap)
-    assert y_hi - y_lo == pytest.approx(height + 2 * gap)
-    assert fig.layout.yaxis.scaleanchor == "x"  # square pixels
-
-    # Head and layer ticks sit over their tiles.
-    for (first, last), tick in zip(cols, fig.layout.xaxis.tickvals, strict=True):
-        assert first - 0.5 < tick < last + 0.5
-    for (first, last), tick in zip(rows, fig.layout.yaxis.tickvals, strict=True):
-        assert first - 0.5 < tick < last + 0.5
-    assert list(fig.layout.xaxis.ticktext) == [f"H{h}" for h in range(n_heads)]
-    assert list(fig.layout.yaxis.ticktext) == [f"L{la}" for la in range(n_layers)]
+    # Head and layer ticks sit over their tiles (a tick's position is in pixels).
+    for (first, last), (tick, _) in zip(cols, panel["x"]["ticks"], strict=True):
+        assert first < tick < last + 1
+    for (first, last), (tick, _) in zip(rows, panel["y"]["ticks"], strict=True):
+        assert first < tick < last + 1
+    assert [label for _, label in panel["x"]["ticks"]] == [f"H{h}" for h in range(n_heads)]
+    assert [label for _, label in panel["y"]["ticks"]] == [f"L{la}" for la in range(n_layers)]
+    # Only an image wider than the page is smoothed as the browser shrinks it.
+    assert panel["smooth"] is (width > 1200)
 
 
 def test_all_heads_image_colours_are_the_weights(make_patterns):
     n_layers, n_heads, n = 2, 3, 4
     patterns = make_patterns(n_layers, n_heads, n)
-    rgb = decode_png(all_heads_figure(patterns).data[0].source).astype(int)
+    rgb = decode_png(all_heads_panel(patterns)["image"]).astype(int)
     rows, cols = tile_boxes(rgb)
-    scale = (cols[0][1] - cols[0][0] + 1) // n
     for layer, (top, _) in enumerate(rows):
         for head, (left, _) in enumerate(cols):
             for q in range(n):
@@ -163,178 +168,197 @@ def test_all_heads_image_colours_are_the_weights(make_patterns):
                     (expected,) = sample_colorscale(
                         ATTENTION_COLORSCALE, [value], colortype="tuple"
                     )
-                    pixel = rgb[top + q * scale + scale // 2, left + k * scale + scale // 2]
-                    # 256-entry lookup table: at most ~1 level away from the exact colour.
+                    pixel = rgb[top + q, left + k]
+                    # 255-level lookup table: at most ~1 level away from the exact colour.
                     assert np.abs(pixel - np.array(expected) * 255).max() <= 2.0
 
 
 @pytest.mark.parametrize("selected", [(0, 0), (1, 2), (5, 11), (3, 7)])
 def test_selected_head_outline_encloses_its_tile_only(make_patterns, selected):
     n_layers, n_heads, n = 6, 12, 9
-    fig = all_heads_figure(make_patterns(n_layers, n_heads, n), selected=selected)
-    rows, cols = tile_boxes(decode_png(fig.data[0].source))
-    (shape,) = fig.layout.shapes
-    assert shape.type == "rect"
+    panel = all_heads_panel(make_patterns(n_layers, n_heads, n), selected)
+    rows, cols = tile_boxes(decode_png(panel["image"]))
+    x0, y0, x1, y1 = panel["outline"]  # cell (pixel) edges: pixel i spans [i, i + 1]
     layer, head = selected
-    x0, x1 = sorted((shape.x0, shape.x1))
-    y0, y1 = sorted((shape.y0, shape.y1))
     # Encloses the selected tile's pixels ...
-    assert x0 <= cols[head][0] - 0.5 and x1 >= cols[head][1] + 0.5
-    assert y0 <= rows[layer][0] - 0.5 and y1 >= rows[layer][1] + 0.5
+    assert x0 <= cols[head][0] and x1 >= cols[head][1] + 1
+    assert y0 <= rows[layer][0] and y1 >= rows[layer][1] + 1
     # ... and stays in the gaps around it, off the neighbouring tiles.
     if head > 0:
-        assert x0 > cols[head - 1][1] + 0.5
+        assert x0 >= cols[head - 1][1] + 1
     if head < n_heads - 1:
-        assert x1 < cols[head + 1][0] - 0.5
+        assert x1 <= cols[head + 1][0]
     if layer > 0:
-        assert y0 > rows[layer - 1][1] + 0.5
+        assert y0 >= rows[layer - 1][1] + 1
     if layer < n_layers - 1:
-        assert y1 < rows[layer + 1][0] - 0.5
+        assert y1 <= rows[layer + 1][0]
 
 
 def test_no_outline_without_a_selection(make_patterns):
-    assert all_heads_figure(make_patterns(2, 2, 3)).layout.shapes == ()
+    assert all_heads_panel(make_patterns(2, 2, 3))["outline"] is None
 
 
-def test_all_heads_hover_text_is_layer_by_head(make_patterns):
+def test_all_heads_hover_text_is_layer_by_head_one_label_per_tile(make_patterns):
     n_layers, n_heads, n = 6, 12, 4
-    patterns = make_patterns(n_layers, n_heads, n)
-    hover = [[f"layer {la} head {h}<br>x" for h in range(n_heads)] for la in range(n_layers)]
-    fig = all_heads_figure(patterns, hover_text=hover)
-    (hover_trace,) = [trace for trace in fig.data if trace.type == "heatmap"]
-    text = np.asarray(hover_trace.text, dtype=object)
-    assert text.shape == (n_layers, n_heads)
-    assert text.tolist() == hover
-    assert np.asarray(hover_trace.z).shape == (n_layers, n_heads)
-    assert hover_trace.opacity == 0
-    assert "%{text}" in hover_trace.hovertemplate
-
-    default = all_heads_figure(patterns).data[1]
-    labels = np.asarray(default.text, dtype=object)
-    assert labels.shape == (n_layers, n_heads)
-    assert labels[4, 7] == head_label(4, 7) == "L4 H7"
+    panel = all_heads_panel(make_patterns(n_layers, n_heads, n))
+    hover = panel["hover"]
+    assert (hover["rows"], hover["cols"]) == (n_layers, n_heads)
+    text = np.asarray(hover["text"], dtype=object).reshape(n_layers, n_heads)
+    assert text.tolist() == hover_of(n_layers, n_heads)
+    # A tile and the gap after it make one hover cell: pixel // pitch is the head.
+    rows, cols = tile_boxes(decode_png(panel["image"]))
+    for head, (first, last) in enumerate(cols):
+        assert first // hover["pitch"] == last // hover["pitch"] == head
+    for layer, (first, last) in enumerate(rows):
+        assert first // hover["pitch"] == last // hover["pitch"] == layer
 
 
-def test_all_heads_hover_cells_sit_on_their_tiles(make_patterns):
-    n_layers, n_heads, n = 3, 5, 6
-    fig = all_heads_figure(make_patterns(n_layers, n_heads, n))
-    rows, cols = tile_boxes(decode_png(fig.data[0].source))
-    hover_trace = fig.data[1]
-    for (first, last), x in zip(cols, hover_trace.x, strict=True):
-        assert first - 0.5 < x < last + 0.5
-    for (first, last), y in zip(rows, hover_trace.y, strict=True):
-        assert first - 0.5 < y < last + 0.5
+# --- head_grid ---------------------------------------------------------------------------
 
 
-# --- head_heatmap ------------------------------------------------------------------------
-
-
-def test_head_heatmap_shows_the_exact_pattern_with_token_labels(make_patterns):
+def test_head_grid_shows_the_exact_pattern_with_token_labels(make_patterns):
     tokens = ["[CLS]", "the", "cat", "sat", "[SEP]"]
     pattern = make_patterns(1, 1, len(tokens))[0, 0]
-    labels = token_labels(tokens)
-    fig = head_heatmap(pattern, labels, query_title="query", key_title="key")
-    (trace,) = fig.data
-    np.testing.assert_array_equal(np.asarray(trace.z), pattern)
-    assert list(trace.x) == list(trace.y) == labels
-    assert (trace.zmin, trace.zmax) == (0.0, 1.0)
-    assert fig.layout.xaxis.type == fig.layout.yaxis.type == "category"
-    assert fig.layout.yaxis.autorange == "reversed"  # query 0 on top
-    assert fig.layout.xaxis.title.text == "key"
-    assert fig.layout.yaxis.title.text == "query"
+    spec = head_grid(pattern, tokens, query_title="query", key_title="key", weight_title="w")
+    (panel,) = spec["panels"]
+    np.testing.assert_array_equal(cells(panel), pattern)
+    labels = ["0:[CLS]", "1:the", "2:cat", "3:sat", "4:[SEP]"]
+    assert [label for _, label in panel["x"]["ticks"]] == labels
+    assert [label for _, label in panel["y"]["ticks"]] == labels
+    assert panel["columns"] == panel["hover"]["x"] == panel["hover"]["y"] == labels
+    assert (panel["zmin"], panel["zmax"]) == (0.0, 1.0)
+    assert panel["x"]["side"] == "top"  # keys along the top, query 0 in the first row
+    assert panel["x"]["title"] == "key" and panel["y"]["title"] == "query"
+    assert panel["colorbar"]["title"] == "w" and panel["hover"]["name"] == "w"
+    assert [value for value, _ in panel["colorbar"]["ticks"]] == [0, 0.2, 0.4, 0.6, 0.8, 1]
 
 
 def test_repeated_tokens_keep_their_own_row_and_column():
     tokens = ["[CLS]", "the", "cat", "saw", "the", "the", "dog", "[SEP]"]
-    labels = token_labels(tokens)
+    labels = position_labels(tokens)
     assert labels[1] == "1:the" and labels[4] == "4:the" and labels[5] == "5:the"
     assert len(set(labels)) == len(tokens)
     pattern = np.full((len(tokens), len(tokens)), 1 / len(tokens))
-    trace = head_heatmap(pattern, labels).data[0]
-    assert len(set(trace.x)) == len(set(trace.y)) == len(tokens)
+    (panel,) = head_grid(pattern, tokens)["panels"]
+    assert len(set(panel["columns"])) == len(tokens)
 
 
 @pytest.mark.parametrize(
     "token",
-    [
-        "<b>x</b>",
-        '<a href="https://example.com">click</a>',
-        "<br>",
-        "<img src=x onerror=alert(1)>",
-        "AT&T",
-        "&lt;b&gt;",
-    ],
+    ["<b>x</b>", '<a href="https://example.com">click</a>', "<br>", "AT&T", "&lt;b&gt;"],
 )
-def test_pseudo_html_in_tokens_is_escaped_in_labels(token):
-    tokens = ["[CLS]", token, "[SEP]"]
-    labels = token_labels(tokens)
-    label = labels[1]
-    assert "<" not in label and ">" not in label
-    # Plotly decodes entities, so the visitor reads exactly the token.
-    assert html.unescape(label) == f"1:{token}"
-    trace = head_heatmap(np.eye(3), labels).data[0]
-    assert trace.x[1] == trace.y[1] == label
+def test_markup_in_tokens_reaches_the_chart_as_the_token_itself(token):
+    # The chart draws labels as text (never as markup), so nothing is escaped.
+    (panel,) = head_grid(np.eye(3), ["[CLS]", token, "[SEP]"])["panels"]
+    assert panel["columns"][1] == panel["hover"]["y"][1] == f"1:{token}"
+    assert json.loads(json.dumps(panel))["x"]["ticks"][1][1] == f"1:{token}"
 
 
-# --- token_focus_figure ------------------------------------------------------------------
+def test_the_one_head_chart_grows_with_the_sentence_within_bounds():
+    heights = [head_grid(np.eye(n), [str(i) for i in range(n)])["height"] for n in (3, 20, 128)]
+    assert heights == [420, 22 * 20 + 160, 900]
+
+
+# --- focus_grid --------------------------------------------------------------------------
 
 
 def test_token_focus_rows_are_one_query_in_every_head(make_patterns):
     n_layers, n_heads, n, query = 6, 12, 7, 3
     patterns = make_patterns(n_layers, n_heads, n)
-    labels = token_labels(["[CLS]", "a", "b", "it", "c", "d", "[SEP]"])
-    fig = token_focus_figure(patterns, query, labels)
-    (trace,) = fig.data
-    z = np.asarray(trace.z)
+    tokens = ["[CLS]", "a", "b", "it", "c", "d", "[SEP]"]
+    (panel,) = focus_grid(patterns, query, tokens)["panels"]
+    z = cells(panel)
     np.testing.assert_array_equal(z, patterns[:, :, query, :].reshape(n_layers * n_heads, n))
-    row_labels = list(trace.y)
+    row_labels = panel["hover"]["y"]
     assert len(row_labels) == 72 == len(set(row_labels))
-    assert list(trace.x) == labels
+    assert panel["columns"] == position_labels(tokens)
     # Look a head up by its label, not by the reshape order.
     for layer, head in [(0, 0), (2, 7), (5, 11)]:
         row = row_labels.index(head_label(layer, head))
         np.testing.assert_array_equal(z[row], patterns[layer, head, query])
-    # White separators between layers.
-    assert len(fig.layout.shapes) == n_layers - 1
+    # White lines between layers.
+    assert panel["separators"] == [n_heads * layer for layer in range(1, n_layers)]
 
 
-# --- head_summary_figure -----------------------------------------------------------------
+def test_hover_labels_name_the_weight_in_the_pages_language():
+    patterns = np.full((1, 1, 3, 3), 1 / 3)
+    tokens = ["a", "b", "c"]
+    for spec in (
+        head_grid(patterns[0, 0], tokens, weight_title="权重"),
+        focus_grid(patterns, 0, tokens, weight_title="权重"),
+    ):
+        (panel,) = spec["panels"]
+        assert panel["hover"]["name"] == panel["colorbar"]["title"] == "权重"
 
 
-def test_head_summary_has_one_trace_per_statistic(rng):
+# --- statistics_grid ---------------------------------------------------------------------
+
+
+def test_statistics_have_one_panel_each_two_to_a_row(rng):
     n_layers, n_heads = 6, 12
     stats = {
         name: rng.random((n_layers, n_heads)) for name in ("entropy", "distance", "cls", "sep")
     }
     titles = {name: f"title {name}" for name in stats}
     formats = {"entropy": ".2f", "distance": ".1f", "cls": ".0%", "sep": ".0%"}
-    fig = head_summary_figure(stats, titles, formats)
-    assert len(fig.data) == len(stats)
-    for trace, (name, values) in zip(fig.data, stats.items(), strict=True):
-        assert trace.type == "heatmap"
-        assert trace.name == name
-        np.testing.assert_array_equal(np.asarray(trace.z), values)
-        assert list(trace.x) == [f"H{h}" for h in range(n_heads)]
-        assert list(trace.y) == [f"L{la}" for la in range(n_layers)]
-        assert formats[name] in trace.texttemplate
-    # Each statistic has its own subplot, titled, two to a row: none overlaps another.
-    assert len({trace.xaxis for trace in fig.data}) == len(stats)
-    assert [a.text for a in fig.layout.annotations] == [titles[name] for name in stats]
-    boxes = [
-        (fig.layout[f"xaxis{s}"].domain, fig.layout[f"yaxis{s}"].domain)
-        for s in ("", "2", "3", "4")
+    spec = statistics_grid(stats, titles, formats)
+    assert spec["columns"] == 2 and len(spec["panels"]) == len(stats)
+    for panel, (name, values) in zip(spec["panels"], stats.items(), strict=True):
+        assert panel["title"] == titles[name] == panel["hover"]["name"]
+        np.testing.assert_allclose(cells(panel), values, rtol=1e-6)
+        assert panel["columns"] == [f"H{h}" for h in range(n_heads)]
+        assert [label for _, label in panel["y"]["ticks"]] == [f"L{la}" for la in range(6)]
+        # Each grid coloured over its own range, its values printed as formatted.
+        assert panel["zmin"] == values.min() and panel["zmax"] == values.max()
+        assert panel["text"][13] == format(values[1, 1], formats[name])
+    assert spec["panels"][2]["text"][0].endswith("%")
+
+
+def test_a_single_statistic_fills_the_width_and_a_constant_one_still_has_a_range(rng):
+    spec = statistics_grid({"kl": np.zeros((2, 3))}, {"kl": "KL"}, {"kl": ".3f"})
+    assert spec["columns"] == 1
+    (panel,) = spec["panels"]
+    assert panel["zmax"] > panel["zmin"]
+    assert panel["text"] == ["0.000"] * 6
+
+
+def test_a_statistic_that_is_not_a_number_prints_a_dash():
+    values = np.array([[np.nan, 0.5]])
+    (panel,) = statistics_grid({"e": values}, {"e": "E"}, {"e": ".2f"})["panels"]
+    assert panel["text"] == ["–", "0.50"]
+    assert panel["zmin"] == panel["zmax"] - 1.0 == 0.5
+
+
+# --- the whole spec ----------------------------------------------------------------------
+
+
+def test_the_palette_sent_is_the_attention_palette_without_the_gap_colour():
+    sent = np.frombuffer(base64.b64decode(PALETTE_B64), dtype=np.uint8).reshape(-1, 3)
+    np.testing.assert_array_equal(sent, ATTENTION_PALETTE[:GAP_INDEX])
+
+
+def test_a_projector_enlarges_the_text_and_height_and_leaves_the_chart_as_it_was():
+    spec = head_grid(np.eye(4), list("abcd"))
+    before = json.dumps(spec)
+    big = enlarged(spec, 1.5)
+    assert json.dumps(spec) == before
+    assert big["font"] == spec["font"] * 1.5 and big["hover_font"] == spec["hover_font"] * 1.5
+    assert big["height"] == round(spec["height"] * 1.5)
+    for axis in "xy":
+        assert big["panels"][0][axis]["size"] == spec["panels"][0][axis]["size"] * 1.5
+    assert big["panels"][0]["z"] == spec["panels"][0]["z"]
+
+
+def test_every_spec_is_plain_json(make_patterns):
+    patterns = make_patterns(2, 3, 5)
+    specs = [
+        head_grid(patterns[0, 0], list("abcde")),
+        focus_grid(patterns, 1, list("abcde")),
+        statistics_grid({"e": patterns[:, :, 0, 0]}, {"e": "E"}, {"e": ".2f"}),
+        all_heads_grid(patterns, (1, 2), hover_of(2, 3)),
     ]
-    assert len({tuple(x) for x, _ in boxes}) == 2  # two columns
-    assert len({tuple(y) for _, y in boxes}) == 2  # two rows
-    for (x1, y1), (x2, y2) in itertools.combinations(boxes, 2):
-        apart_x = x1[1] <= x2[0] or x2[1] <= x1[0]
-        apart_y = y1[1] <= y2[0] or y2[1] <= y1[0]
-        assert apart_x or apart_y
-
-
-def test_a_single_statistic_fills_the_width(rng):
-    fig = head_summary_figure({"kl": rng.random((2, 3))}, {"kl": "KL"}, {"kl": ".3f"})
-    assert tuple(fig.layout.xaxis.domain) == (0.0, 1.0)
+    for spec in specs:
+        assert json.loads(json.dumps(spec, allow_nan=False)) == spec
 
 
 # --- palette -----------------------------------------------------------------------------
@@ -372,25 +396,3 @@ def test_255_levels_neighbouring_weights_differ_by_at_most_one_level():
 def test_png_data_uri_round_trips_the_pixels(rng):
     indices = rng.integers(0, 256, size=(7, 11), dtype=np.uint8)
     np.testing.assert_array_equal(decode_png(png_data_uri(indices)), ATTENTION_PALETTE[indices])
-
-
-def test_every_token_is_labelled_up_to_64_tokens_and_thinned_past_it():
-    for n, labelled in ((36, True), (64, True), (65, False)):
-        pattern = np.full((n, n), 1.0 / n)
-        labels = [f"{i}:t" for i in range(n)]
-        fig = head_heatmap(pattern, labels)
-        assert (fig.layout.xaxis.dtick == 1) is labelled
-        assert (fig.layout.yaxis.dtick == 1) is labelled
-        focus = token_focus_figure(np.full((2, 3, n, n), 1.0 / n), 0, labels)
-        assert (focus.layout.xaxis.dtick == 1) is labelled
-
-
-def test_hover_labels_name_the_weight_in_the_pages_language():
-    patterns = np.full((1, 1, 3, 3), 1 / 3)
-    labels = ["0:a", "1:b", "2:c"]
-    for fig in (
-        head_heatmap(patterns[0, 0], labels, weight_title="权重"),
-        token_focus_figure(patterns, 0, labels, weight_title="权重"),
-    ):
-        assert "权重" in fig.data[0].hovertemplate
-        assert "weight" not in fig.data[0].hovertemplate

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from components.attention import head_heatmap
 from components.layout import grid_layout
+from components.positional import encoding_heatmap
 from components.projector import SCALE, for_projector
 from components.recurrent import lines_figure
 
@@ -27,8 +27,8 @@ def font_sizes(node, path: str = "") -> dict[str, float]:
 
 
 def heatmap() -> dict:
-    labels = [f"{i}:w{i}" for i in range(6)]
-    return head_heatmap(np.full((6, 6), 1 / 6), labels).to_plotly_json()
+    table = np.linspace(-1.0, 1.0, 48).reshape(6, 8)
+    return encoding_heatmap(table, 4, title="t", end_text="end").to_plotly_json()
 
 
 def test_every_font_the_figure_sets_and_its_height_grow_by_the_scale():
