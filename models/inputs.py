@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 MAX_CHARS = 2000
 # How long the sentence box waits after a key before it commits (Streamlit's default is
 # 250 ms), by how many visitors the server is answering. A short pause answers one
-# visitor sooner, but every pause between two keys then sends a commit, and on a busy
-# server each commit's rerun is mostly wasted work (the next key cuts it short). 40
-# visitors typing at once on 2 cores, last key → answer: 12.2 s with 120 ms, 8.4 s with
-# 250 ms, 5.1 s with 400 ms (docs/PERFORMANCE.md, `python -m bench`).
-SENTENCE_PAUSES_MS = ((3, 120), (10, 250))  # (up to this many visitors, pause)
+# visitor sooner: on the attention page, last key → charts redrawn took 256–263 ms with
+# 60 ms against 312–349 ms with 120 ms (docs/PERFORMANCE.md). But every pause between two
+# keys then sends a commit, and on a busy server each commit's rerun is mostly wasted
+# work (the next key cuts it short). 40 visitors typing at once on 2 cores, last key →
+# answer: 12.2 s with 120 ms, 8.4 s with 250 ms, 5.1 s with 400 ms (before pages took
+# turns; `python -m bench`).
+SENTENCE_PAUSES_MS = ((3, 60), (10, 250))  # (up to this many visitors, pause)
 BUSY_PAUSE_MS = 400
 
 

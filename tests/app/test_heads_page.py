@@ -142,7 +142,7 @@ def test_one_visitor_gets_the_short_live_pause(monkeypatch):
 
     monkeypatch.setattr(widgets, "_LAST_RUN", {})  # no other test's sessions
     at = open_lesson("heads", "The cat sat")
-    assert at.text_input(key="sentence").proto.live_debounce_ms == 120
+    assert at.text_input(key="sentence").proto.live_debounce_ms == 60
 
 
 def test_preset_fills_the_sentence_box():

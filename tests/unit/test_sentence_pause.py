@@ -12,7 +12,7 @@ from models.inputs import BUSY_PAUSE_MS, sentence_pause_ms
 
 
 @pytest.mark.parametrize(
-    ("visitors", "pause"), [(1, 120), (3, 120), (4, 250), (10, 250), (11, 400), (60, 400)]
+    ("visitors", "pause"), [(1, 60), (3, 60), (4, 250), (10, 250), (11, 400), (60, 400)]
 )
 def test_the_pause_grows_with_the_visitors_being_answered(visitors, pause):
     assert sentence_pause_ms(visitors) == pause
