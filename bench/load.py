@@ -17,11 +17,14 @@ web/server/starlette/starlette_websocket.py, runtime/app_session.py and the fron
 4. ForwardMsgs come back (new_session, deltas, …) until script_finished. Status
    FINISHED_EARLY_FOR_RERUN means a newer rerun replaced this one: keep reading.
    Like the browser, the client keeps every message the server marks cacheable (an
-   element of more than `global.minCachedMessageSize`, 10 kB) until it has gone unused
-   for `global.maxCachedMessageAge` runs (2), and lists the ones it keeps in each rerun
-   request (ClientState.cached_message_hashes): the server then sends such an element
-   again as a ref_hash, read from the cache; only the bytes received count. A ref_hash
-   the client does not hold is an error.
+   element of more than `global.minCachedMessageSize`, 10 kB) and lists the ones it
+   keeps in each rerun request (ClientState.cached_message_hashes): the server then
+   sends such an element again as a ref_hash, read from the cache; only the bytes
+   received count. (The browser forgets a message unused for more than
+   `global.maxCachedMessageAge` complete runs; the client forgets none, which changes
+   nothing here: the sentences never repeat, and what recurs on every run, the grid
+   charts' renderer, is used on every run.) A ref_hash the client does not hold is an
+   error.
 
 Only 127.0.0.1 is ever contacted; the port is the only choice.
 """
@@ -108,36 +111,22 @@ def commit_schedule(gaps_s: list[float], pause_s: float) -> list[tuple[float, in
     return commits
 
 
-# Runs a cached message outlives its last use, as in the browser (Streamlit's
-# `global.maxCachedMessageAge`).
-CACHE_AGE_RUNS = 2
-
-
 class MessageCache:
     """Large elements kept between runs, as the browser keeps them (see the top)."""
 
     def __init__(self) -> None:
-        self.entries: dict[str, list] = {}  # hash → [message, run it was last used in]
-        self.runs = 0
+        self.entries: dict[str, ForwardMsg] = {}
 
-    def new_run(self) -> list[str]:
-        """A rerun is being asked for: forget what went unused too long; what is kept."""
-        self.runs += 1
-        self.entries = {
-            h: entry for h, entry in self.entries.items() if self.runs - entry[1] <= CACHE_AGE_RUNS
-        }
+    def hashes(self) -> list[str]:
+        """What a rerun request lists as kept."""
         return list(self.entries)
 
     def keep(self, fwd: ForwardMsg) -> None:
         if fwd.metadata.cacheable and fwd.hash:
-            self.entries[fwd.hash] = [fwd, self.runs]
+            self.entries[fwd.hash] = fwd
 
     def find(self, ref_hash: str) -> ForwardMsg | None:
-        entry = self.entries.get(ref_hash)
-        if entry is None:
-            return None
-        entry[1] = self.runs
-        return entry[0]
+        return self.entries.get(ref_hash)
 
 
 def _error_message() -> str:
@@ -215,7 +204,7 @@ class Session:
         msg = BackMsg()
         msg.rerun_script.query_string = urlencode(self.query)
         msg.rerun_script.page_name = page
-        msg.rerun_script.cached_message_hashes.extend(self.cache.new_run())
+        msg.rerun_script.cached_message_hashes.extend(self.cache.hashes())
         return await self._rerun(msg, sentence or "")
 
     async def type_sentence(self, sentence: str) -> Rerun:
@@ -270,7 +259,7 @@ class Session:
         widget = msg.rerun_script.widget_states.widgets.add()
         widget.id = self.sentence_widget_id
         widget.string_value = text
-        msg.rerun_script.cached_message_hashes.extend(self.cache.new_run())
+        msg.rerun_script.cached_message_hashes.extend(self.cache.hashes())
         return msg
 
     async def _answer_for(self, sentence: str, final: Rerun) -> None:
@@ -349,7 +338,7 @@ class Session:
             if run.first_chart_s is None:
                 run.first_chart_s = now - run.sent_at
             chart = el.bidi_component if grid else el.plotly_chart
-            run.charts[chart_key(chart.id)] = chart.json if grid else chart.spec
+            run.charts[chart_key(chart.id)] = chart.bytes.decode() if grid else chart.spec
         elif kind == "text_input" and el.text_input.query_param_key == SENTENCE_KEY:
             self.sentence_widget_id = el.text_input.id
             if el.text_input.HasField("live_debounce_ms"):

@@ -13,6 +13,7 @@ from functools import cache, partial
 from pathlib import Path
 
 import numpy as np
+import orjson
 import streamlit as st
 
 from components.export import to_csv, to_json
@@ -467,11 +468,15 @@ def _draw_grid(spec: dict, key: str, summary: str | None, picks) -> None:
     )
     if st.session_state.get(PRESENTING_KEY):
         spec = enlarged(spec, PROJECTOR_SCALE)
+    # Sent as bytes: Streamlit writes a dict with the json module twice (the payload, and
+    # sorted for the element's identity), ~1.2 ms for the attention page's four; orjson
+    # writes them once in ~0.03 ms.
+    payload = orjson.dumps(spec)
     if not picks:
-        _grid_chart()(data=spec, key=key)
+        _grid_chart()(data=payload, key=key)
         return
     # A function of this module and plain values: the session keeps no page namespace.
-    _grid_chart()(data=spec, key=key, on_pick_change=partial(_set_picked, key, picks))
+    _grid_chart()(data=payload, key=key, on_pick_change=partial(_set_picked, key, picks))
 
 
 def _set_picked(key: str, picks: tuple[tuple[str, int], ...]) -> None:

@@ -76,7 +76,7 @@ def every_tab(lesson_path: str, sentence: str, **query) -> list[AppTest]:
 def grid_specs(at: AppTest) -> list[dict]:
     """Every grid chart (components/grid.py) on the page, as the spec the browser receives."""
     return [
-        json.loads(el.proto.json)
+        json.loads(el.proto.bytes)
         for el in at.get("bidi_component")
         if el.proto.component_name == "seqlens_grid"
     ]
@@ -90,7 +90,7 @@ def chart(at: AppTest, key: str) -> dict:
             return json.loads(el.proto.spec)
     for el in at.get("bidi_component"):
         if el.proto.component_name == "seqlens_grid" and el.proto.id.endswith(f"-{key}"):
-            return json.loads(el.proto.json)
+            return json.loads(el.proto.bytes)
     raise AssertionError(f"no chart with key {key!r}")
 
 
