@@ -25,6 +25,7 @@ from components.live_pause import read_pauses_without_pandas
 from components.projector import SCALE as PROJECTOR_SCALE
 from components.projector import for_projector
 from models.inputs import (
+    ACTIVE_WINDOW_S,
     Note,
     PreparedText,
     parse_choice,
@@ -63,7 +64,6 @@ def _apply_preset() -> None:
 # When each visitor's page last ran (session id → time.monotonic()): how busy the server is.
 _LAST_RUN: dict[str, float] = {}
 _LAST_RUN_LOCK = threading.Lock()
-ACTIVE_WINDOW_S = 20.0
 
 
 def visitors_answered(now: float | None = None) -> int:

@@ -22,6 +22,8 @@ MAX_CHARS = 2000
 # turns; `python -m bench`).
 SENTENCE_PAUSES_MS = ((3, 60), (10, 250))  # (up to this many visitors, pause)
 BUSY_PAUSE_MS = 400
+# A visitor counts as being answered for this long after their page last ran.
+ACTIVE_WINDOW_S = 20.0
 
 
 def sentence_pause_ms(visitors: int) -> int:
