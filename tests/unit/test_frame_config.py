@@ -265,5 +265,19 @@ def test_the_chart_library_asked_for_ahead_is_the_module_streamlit_loads_for_cha
     )
     bundle_js = (static / "static" / "js" / bundle).read_text(encoding="utf-8")
     assert f"import(`./{name}`)" in bundle_js
+    assert takes_no_room(CHART_LIBRARY_KEY), "the element asking for it takes no room"
+
+
+def takes_no_room(key: str) -> bool:
+    """Whether the layout sheet hides the element with this key (a rule that lists it)."""
     layout = (REPO_ROOT / "assets" / "styles" / "layout.css").read_text(encoding="utf-8")
-    assert f".st-key-{CHART_LIBRARY_KEY} " in layout, "the element asking for it takes no room"
+    selectors = r"[^{}]*"
+    rule = rf"{selectors}\.st-key-{re.escape(key)}\b{selectors}\{{\s*display: none !important;"
+    return re.search(rule, layout) is not None
+
+
+def test_the_element_that_brings_the_grid_charts_renderer_takes_no_room():
+    from components.widgets import GRID_CODE_KEY
+
+    assert takes_no_room(GRID_CODE_KEY)
+    assert not takes_no_room("one_head")
