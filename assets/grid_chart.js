@@ -387,9 +387,7 @@ function cellUnder(scene, spec, x, y) {
 
 // The spec arrives as the bytes of its JSON (components/widgets.py).
 function decoded(data) {
-  const spec = typeof data === "string" ? JSON.parse(data) :
-    ArrayBuffer.isView(data) || data instanceof ArrayBuffer ?
-      JSON.parse(new TextDecoder().decode(data)) : data;
+  const spec = JSON.parse(new TextDecoder().decode(data));
   spec.lut = bytesOf(spec.palette);
   for (const panel of spec.panels) {
     if (panel.z) panel.values = floatsOf(panel.z);

@@ -42,7 +42,7 @@ from components.palette import (
 FONT_PX = 14
 HOVER_FONT_PX = 13
 TOKEN_ANGLE = -60
-WEIGHT_TICKS = tuple((v, f"{v:g}") for v in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0))
+WEIGHT_TICKS = [[v, f"{v:g}"] for v in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)]
 # The palette's 255 levels (the gap colour left out): cells and the all-heads image
 # are coloured from the same table.
 PALETTE_B64 = base64.b64encode(ATTENTION_PALETTE[:GAP_INDEX].tobytes()).decode("ascii")
@@ -102,7 +102,7 @@ def token_grid(
         y=dict(title=row_title, ticks=_ticks(row_labels), size=row_size or size),
         gap=1,
         separators=list(separators),
-        colorbar=dict(title=value_title, ticks=[list(tick) for tick in WEIGHT_TICKS]),
+        colorbar=dict(title=value_title, ticks=WEIGHT_TICKS),
         hover=dict(
             rows=len(row_labels),
             cols=n,

@@ -82,6 +82,11 @@ def grid_specs(at: AppTest) -> list[dict]:
     ]
 
 
+def every_chart(at: AppTest) -> list[dict]:
+    """Plotly figures and grid charts, as the browser receives them."""
+    return chart_specs(at) + grid_specs(at)
+
+
 def chart(at: AppTest, key: str) -> dict:
     """The chart drawn with `key` (its element id ends with the key): a plotly figure, or
     a grid chart's spec."""

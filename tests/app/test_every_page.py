@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import ROOT, chart_specs, every_tab, grid_specs, grid_values, messages, open_lesson
+from conftest import ROOT, chart_specs, every_chart, every_tab, grid_values, messages, open_lesson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -49,11 +49,6 @@ def non_finite_numbers(node) -> int:
     if isinstance(node, list):
         return sum(non_finite_numbers(v) for v in node)
     return 0
-
-
-def every_chart(at) -> list[dict]:
-    """Plotly figures and grid charts (components/grid.py), as the browser receives them."""
-    return chart_specs(at) + grid_specs(at)
 
 
 def non_finite_drawn(spec: dict) -> int:

@@ -7,7 +7,7 @@ import io
 import re
 
 import pytest
-from conftest import chart, chart_specs, grid_specs, messages, open_lesson, texts
+from conftest import chart, chart_specs, every_chart, grid_specs, messages, open_lesson, texts
 from PIL import Image
 
 DEFAULT_TOKENS = [
@@ -27,10 +27,6 @@ def columns(at, key: str) -> list[str]:
 
 def rows(at, key: str) -> list[str]:
     return [label for _, label in chart(at, key)["panels"][0]["y"]["ticks"]]
-
-
-def charts_drawn(at) -> int:
-    return len(chart_specs(at)) + len(grid_specs(at))
 
 
 def test_default_sentence_draws_every_chart_with_its_tokens():
@@ -79,7 +75,7 @@ def test_empty_sentence_shows_a_message_and_no_chart():
         at.text_input(key="sentence").set_value(empty).run()
         assert not at.exception
         assert any("Type a sentence" in m for m in messages(at))
-        assert charts_drawn(at) == 0
+        assert len(every_chart(at)) == 0
 
 
 def test_thousand_word_sentence_is_capped_with_a_note_naming_the_cap():
@@ -134,7 +130,7 @@ def test_invalid_layer_and_head_in_the_link_fall_back_to_valid_ones():
     at = open_lesson("heads", "The cat sat", layer="99", head="abc")
     assert not at.exception
     # heads, one head, token focus, and the open tab's: head statistics
-    assert charts_drawn(at) == 4
+    assert len(every_chart(at)) == 4
 
 
 def test_one_visitor_gets_the_short_live_pause(monkeypatch):
