@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from models import offline  # noqa: F401  (sets the hub switches before transformers loads)
+from models.bert_forward import written_out_bert
 from models.inputs import Note, Tokenized, tokenization_notes
 from models.model_files import ARCHITECTURES, ModelRefused, check_folder
 
@@ -170,6 +171,8 @@ class AttentionModel:
             dtype=torch.float32,
         )
         self.model.eval().requires_grad_(False)
+        # The same pass without transformers' overhead, for a BERT encoder (the lesson's own).
+        self._written_out = written_out_bert(self.model)
         self.n_params = sum(p.numel() for p in self.model.parameters())
         self.special_tokens = tuple(self.tokenizer.all_special_tokens)
         self.special_ids = frozenset(self.tokenizer.all_special_ids)
@@ -213,20 +216,28 @@ class AttentionModel:
     ) -> Outputs:
         """One pass over `ids`, repeated over the batch of `keep` ([batch, layer, head])."""
         input_ids = torch.tensor([list(ids)])
-        kwargs = {}
         if keep is not None:
             input_ids = input_ids.expand(keep.shape[0], -1)
-            kwargs[HEAD_KEEP] = keep
+        with torch.inference_mode():
+            if self._written_out is not None:
+                patterns, states = self._written_out(input_ids, keep)
+                return Outputs(patterns, states, None, states[-1])
+            return self.transformers_forward(input_ids, keep, hidden)
+
+    def transformers_forward(
+        self, input_ids: torch.Tensor, keep: torch.Tensor | None = None, hidden: bool = True
+    ) -> Outputs:
+        """transformers' own forward pass of the model ([batch, pos] ids)."""
+        kwargs = {HEAD_KEEP: keep} if keep is not None else {}
         if self.cfg.causal:
             kwargs["logits_to_keep"] = 1
-        with torch.inference_mode():
-            out = self.model(
-                input_ids=input_ids,
-                attention_mask=torch.ones_like(input_ids),
-                output_attentions=True,
-                output_hidden_states=hidden,
-                **kwargs,
-            )
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=torch.ones_like(input_ids),
+            output_attentions=True,
+            output_hidden_states=hidden,
+            **kwargs,
+        )
         if not out.attentions or any(a is None for a in out.attentions):
             raise NoAttentionWeights(type(self.model).__name__)
         if self.cfg.causal:
