@@ -4,50 +4,92 @@ The lesson's own model, all-MiniLM-L6-v2, is a BERT encoder, and a new sentence 
 forward pass of it. transformers' forward spent ~3 ms of its ~10 ms (20 tokens, one torch
 thread) in Python around the arithmetic: ~130 module calls, masks and output checks. Each
 torch call also hands the interpreter lock to another visitor's thread and waits to get
-it back; with a second thread running Python beside it the pass took ~16 ms.
+it back; with a second thread running Python beside it the pass took ~16 ms. This runs the
+same arithmetic, in transformers' order, on the same weights: ~7 ms alone, ~11 ms beside
+that thread.
 
-This runs the same arithmetic, in transformers' order, on the loaded model's own weights,
-which it only reads (the model stays shared and unchanged): ~7 ms alone, ~11 ms beside
-that thread. tests/unit/test_bert_forward.py holds its patterns and hidden states equal to
-transformers' forward of the same model, heads switched off included.
+It reads the weights straight from the folder's safetensors file (`bert_from_folder`), so
+a cold server brings no transformers model class in: importing them (and torch._dynamo,
+which BERT's modeling file imports) took ~1.6 s before the first chart. A model that
+transformers has loaded can be run this way too (`written_out_bert`).
 
-Only a plain BertModel as the lesson loads it qualifies (absolute positions, an encoder,
-one sentence with no padding, no dropout in eval mode); any other model keeps
-transformers' forward (`written_out_bert` returns None).
+tests/unit/test_bert_forward.py holds the patterns and hidden states equal, bit for bit, to
+transformers' forward of the same folder, heads switched off included. Only a plain BERT
+encoder qualifies (absolute positions, exact GELU, one sentence with no padding, no
+dropout); anything else returns None and keeps transformers' forward.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+WEIGHTS_FILE = "model.safetensors"
+
 
 @dataclass(frozen=True)
-class _Layer:
-    """One encoder layer's modules, as loaded (references, never copies or changes)."""
+class _Shape:
+    """What a plain BERT encoder's config says about its weights."""
 
-    query: torch.nn.Linear
-    key: torch.nn.Linear
-    value: torch.nn.Linear
-    attn_out: torch.nn.Linear
-    attn_norm: torch.nn.LayerNorm
-    mlp_in: torch.nn.Linear
-    act: torch.nn.Module
-    mlp_out: torch.nn.Linear
-    mlp_norm: torch.nn.LayerNorm
+    n_layers: int
+    n_heads: int
+    d_model: int
+    d_mlp: int
+    d_vocab: int
+    n_ctx: int
+    n_types: int
+    eps: float
+
+    def expected(self) -> dict[str, tuple[int, ...]]:
+        """Every weight the pass reads, by its name in a BertModel's state, with its shape."""
+        d = self.d_model
+        shapes = {
+            "embeddings.word_embeddings.weight": (self.d_vocab, d),
+            "embeddings.position_embeddings.weight": (self.n_ctx, d),
+            "embeddings.token_type_embeddings.weight": (self.n_types, d),
+            "embeddings.LayerNorm.weight": (d,),
+            "embeddings.LayerNorm.bias": (d,),
+        }
+        for layer in range(self.n_layers):
+            for name, (n_out, n_in) in _layer_linears(d, self.d_mlp).items():
+                shapes[f"encoder.layer.{layer}.{name}.weight"] = (n_out, n_in)
+                shapes[f"encoder.layer.{layer}.{name}.bias"] = (n_out,)
+            for name in _LAYER_NORMS:
+                shapes[f"encoder.layer.{layer}.{name}.weight"] = (d,)
+                shapes[f"encoder.layer.{layer}.{name}.bias"] = (d,)
+        return shapes
+
+
+def _layer_linears(d: int, d_mlp: int) -> dict[str, tuple[int, int]]:
+    return {
+        "attention.self.query": (d, d),
+        "attention.self.key": (d, d),
+        "attention.self.value": (d, d),
+        "attention.output.dense": (d, d),
+        "intermediate.dense": (d_mlp, d),
+        "output.dense": (d, d_mlp),
+    }
+
+
+_LAYER_NORMS = ("attention.output.LayerNorm", "output.LayerNorm")
+_QKV = ("query", "key", "value")
 
 
 class WrittenOutBert:
-    """`bert(input_ids, keep)`: per layer the attention pattern and the hidden states."""
+    """`bert(input_ids, keep)`: per layer the attention pattern and the hidden states.
 
-    def __init__(self, model: torch.nn.Module):
-        config = model.config
-        self.n_heads = config.num_attention_heads
-        self.d_head = config.hidden_size // self.n_heads
-        self.embeddings = model.embeddings
-        self.layers = tuple(_layer(layer) for layer in model.encoder.layer)
+    Holds the weights it reads (the loaded model's own tensors, or the file's), only ever
+    reading them."""
+
+    def __init__(self, weights: Mapping[str, torch.Tensor], shape: _Shape, n_params: int):
+        self.shape = shape
+        self.n_params = n_params
+        self.d_head = shape.d_model // shape.n_heads
+        self.w = {name: weights[name] for name in shape.expected()}
 
     def __call__(
         self, input_ids: torch.Tensor, keep: torch.Tensor | None = None
@@ -58,68 +100,105 @@ class WrittenOutBert:
         layer's output)."""
         h = self._embed(input_ids)
         patterns, hidden = [], [h]
-        for index, layer in enumerate(self.layers):
-            factor = None if keep is None else keep[:, index]
-            pattern, h = self._layer(layer, h, factor)
+        for layer in range(self.shape.n_layers):
+            factor = None if keep is None else keep[:, layer]
+            pattern, h = self._layer(f"encoder.layer.{layer}.", h, factor)
             patterns.append(pattern)
             hidden.append(h)
         return tuple(patterns), tuple(hidden)
 
     def _embed(self, input_ids: torch.Tensor) -> torch.Tensor:
-        e = self.embeddings
+        w = self.w
         n_pos = input_ids.shape[1]
         # transformers adds the token type (0: no second segment) before the position.
-        h = e.word_embeddings.weight[input_ids] + e.token_type_embeddings.weight[0]
-        h = h + e.position_embeddings.weight[:n_pos]
-        return _norm(e.LayerNorm, h)
+        h = w["embeddings.word_embeddings.weight"][input_ids]
+        h = h + w["embeddings.token_type_embeddings.weight"][0]
+        h = h + w["embeddings.position_embeddings.weight"][:n_pos]
+        return self._norm("embeddings.LayerNorm", h)
 
-    def _layer(self, layer: _Layer, h: torch.Tensor, factor: torch.Tensor | None):
-        q, k, v = (self._heads(linear, h) for linear in (layer.query, layer.key, layer.value))
+    def _layer(self, at: str, h: torch.Tensor, factor: torch.Tensor | None):
+        q, k, v = (self._heads(f"{at}attention.self.{part}", h) for part in _QKV)
         pattern = torch.softmax(torch.matmul(q, k.transpose(2, 3)) * self.d_head**-0.5, dim=-1)
         z = torch.matmul(pattern, v).transpose(1, 2)  # [batch, pos, head, d_head]
         if factor is not None:
             z = z * factor[:, None, :, None].to(z.dtype)
         z = z.reshape(*h.shape[:2], -1)
-        h = _norm(layer.attn_norm, _linear(layer.attn_out, z) + h)
-        mlp = _linear(layer.mlp_out, layer.act(_linear(layer.mlp_in, h)))
-        return pattern, _norm(layer.mlp_norm, mlp + h)
+        attn_out = self._linear(f"{at}attention.output.dense", z)
+        h = self._norm(f"{at}attention.output.LayerNorm", attn_out + h)
+        mlp = self._linear(f"{at}output.dense", F.gelu(self._linear(f"{at}intermediate.dense", h)))
+        return pattern, self._norm(f"{at}output.LayerNorm", mlp + h)
 
-    def _heads(self, linear: torch.nn.Linear, h: torch.Tensor) -> torch.Tensor:
+    def _heads(self, name: str, h: torch.Tensor) -> torch.Tensor:
         """[batch, pos, d_model] → [batch, head, pos, d_head]."""
-        return _linear(linear, h).view(*h.shape[:2], self.n_heads, self.d_head).transpose(1, 2)
+        heads = self._linear(name, h).view(*h.shape[:2], self.shape.n_heads, self.d_head)
+        return heads.transpose(1, 2)
+
+    def _linear(self, name: str, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, self.w[f"{name}.weight"], self.w[f"{name}.bias"])
+
+    def _norm(self, name: str, x: torch.Tensor) -> torch.Tensor:
+        w = self.w
+        return F.layer_norm(x, x.shape[-1:], w[f"{name}.weight"], w[f"{name}.bias"], self.shape.eps)
 
 
-def _linear(linear: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    return F.linear(x, linear.weight, linear.bias)
+def _plain_shape(config) -> _Shape | None:
+    """The weights' shapes for a plain BERT encoder's config, else None.
 
-
-def _norm(norm: torch.nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
-    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
-
-
-def _layer(layer: torch.nn.Module) -> _Layer:
-    attention = layer.attention
-    return _Layer(
-        query=attention.self.query,
-        key=attention.self.key,
-        value=attention.self.value,
-        attn_out=attention.output.dense,
-        attn_norm=attention.output.LayerNorm,
-        mlp_in=layer.intermediate.dense,
-        act=layer.intermediate.intermediate_act_fn,
-        mlp_out=layer.output.dense,
-        mlp_norm=layer.output.LayerNorm,
+    transformers' "gelu" is torch's exact (erf) GELU, which the pass uses."""
+    plain = (
+        config.model_type == "bert"
+        and not getattr(config, "is_decoder", False)
+        and getattr(config, "position_embedding_type", "absolute") == "absolute"
+        and getattr(config, "hidden_act", None) == "gelu"
+        and config.hidden_size % config.num_attention_heads == 0
     )
+    if not plain:
+        return None
+    return _Shape(
+        n_layers=config.num_hidden_layers,
+        n_heads=config.num_attention_heads,
+        d_model=config.hidden_size,
+        d_mlp=config.intermediate_size,
+        d_vocab=config.vocab_size,
+        n_ctx=config.max_position_embeddings,
+        n_types=config.type_vocab_size,
+        eps=config.layer_norm_eps,
+    )
+
+
+def _fits(weights: Mapping[str, torch.Tensor], shape: _Shape) -> bool:
+    return all(
+        name in weights and tuple(weights[name].shape) == size and weights[name].is_floating_point()
+        for name, size in shape.expected().items()
+    )
+
+
+def _n_params(weights: Mapping[str, torch.Tensor]) -> int:
+    return sum(t.numel() for t in weights.values() if t.is_floating_point())
+
+
+def bert_from_folder(folder: Path, config) -> WrittenOutBert | None:
+    """A plain BERT encoder straight from `folder`'s one safetensors file, in float32, as
+    transformers' AutoModel would load it; None when the folder holds anything else
+    (another architecture, sharded or renamed weights), which transformers then loads."""
+    from safetensors.torch import load_file
+
+    shape = _plain_shape(config)
+    path = Path(folder) / WEIGHTS_FILE
+    if shape is None or not path.is_file():
+        return None
+    weights = load_file(path)
+    if not _fits(weights, shape):
+        return None
+    floats = {name: t.float() for name, t in weights.items() if t.is_floating_point()}
+    return WrittenOutBert(floats, shape, _n_params(floats))
 
 
 def written_out_bert(model: torch.nn.Module) -> WrittenOutBert | None:
-    """The written-out forward for a plain BERT encoder in eval mode, else None."""
-    config = model.config
-    plain = (
-        type(model).__name__ == "BertModel"
-        and config.model_type == "bert"
-        and not getattr(config, "is_decoder", False)
-        and getattr(config, "position_embedding_type", "absolute") == "absolute"
-        and not model.training
-    )
-    return WrittenOutBert(model) if plain else None
+    """The written-out pass of a BertModel that transformers has loaded, in eval mode, on
+    its own weights; None for any other model."""
+    shape = _plain_shape(model.config)
+    if shape is None or type(model).__name__ != "BertModel" or model.training:
+        return None
+    weights = model.state_dict()
+    return WrittenOutBert(weights, shape, _n_params(weights)) if _fits(weights, shape) else None

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from models import offline  # noqa: F401  (sets the hub switches before transformers loads)
-from models.bert_forward import written_out_bert
+from models.bert_forward import bert_from_folder, written_out_bert
 from models.inputs import Note, Tokenized, tokenization_notes
 from models.model_files import ARCHITECTURES, ModelRefused, check_folder
 
@@ -65,23 +65,28 @@ def _eager_with_head_keep(module, query, key, value, attention_mask, **kwargs):
 _transformers_lock = threading.Lock()
 
 
-def _transformers():
-    """transformers, with our attention function registered under ABLATABLE_EAGER.
+def _transformers(model_classes: bool = True):
+    """transformers; with `model_classes`, our attention function registered under
+    ABLATABLE_EAGER for the models it builds.
 
     Imported when the first model is built, not with this module: it takes seconds on a
     cold process (3.5 s here), and the attention page imports this module before it
-    draws anything; the frame and the sentence box need none of it. One thread at a
-    time: transformers resolves its names lazily, and a second thread asking for one
-    while the first is still importing it got a half-made module ("module
-    'transformers' has no attribute 'AttentionInterface'").
+    draws anything; the frame and the sentence box need none of it. Configs and
+    tokenizers alone take ~1 s: the registration imports transformers' masks, and with
+    them torch._dynamo (~1.6 s more), which a BERT encoder run written out never needs.
+    One thread at a time: transformers resolves its names lazily, and a second thread
+    asking for one while the first is still importing it got a half-made module
+    ("module 'transformers' has no attribute 'AttentionInterface'").
     """
     with _transformers_lock:
         import transformers
-        from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
-        # Registering again replaces the entry with the same function: harmless.
-        transformers.AttentionInterface.register(ABLATABLE_EAGER, _eager_with_head_keep)
-        AttentionMaskInterface.register(ABLATABLE_EAGER, eager_mask)
+        if model_classes:
+            from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+            # Registering again replaces the entry with the same function: harmless.
+            transformers.AttentionInterface.register(ABLATABLE_EAGER, _eager_with_head_keep)
+            AttentionMaskInterface.register(ABLATABLE_EAGER, eager_mask)
     return transformers
 
 
@@ -152,31 +157,54 @@ class AttentionModel:
     """A Hugging Face model read through its tokenizer and its attention weights."""
 
     def __init__(self, path: Path, max_params: int | None = None):
-        path = Path(path)
-        check_folder(path, max_params)
-        hf = _transformers()
+        self.path = Path(path)
+        check_folder(self.path, max_params)
+        hf = _transformers(model_classes=False)
         hf.logging.set_verbosity_error()
-        config = hf.AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+        config = hf.AutoConfig.from_pretrained(
+            self.path, local_files_only=True, trust_remote_code=False
+        )
         self.cfg = attention_config(config)
         self.tokenizer = hf.AutoTokenizer.from_pretrained(
-            path, local_files_only=True, trust_remote_code=False
+            self.path, local_files_only=True, trust_remote_code=False
         )
+        self._model_lock = threading.Lock()
+        self._model: torch.nn.Module | None = None
+        # A BERT encoder (the lesson's own) runs written out, straight from its weights;
+        # any other model through transformers, built now.
+        self._written_out = bert_from_folder(self.path, config)
+        if self._written_out is None:
+            self._written_out = written_out_bert(self.model)
+        self.n_params = (
+            self._written_out.n_params
+            if self._written_out is not None
+            else sum(p.numel() for p in self.model.parameters())
+        )
+        self.special_tokens = tuple(self.tokenizer.all_special_tokens)
+        self.special_ids = frozenset(self.tokenizer.all_special_ids)
+        self.unknown_token = self.tokenizer.unk_token
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """transformers' model of the folder, in eval mode (built the first time it is
+        asked for: a BERT encoder run written out needs it only to be checked against)."""
+        with self._model_lock:
+            if self._model is None:
+                self._model = self._load_transformers_model()
+            return self._model
+
+    def _load_transformers_model(self) -> torch.nn.Module:
+        hf = _transformers()
         model_class = hf.AutoModelForCausalLM if self.cfg.causal else hf.AutoModel
-        self.model = model_class.from_pretrained(
-            path,
+        model = model_class.from_pretrained(
+            self.path,
             attn_implementation=ABLATABLE_EAGER,
             use_safetensors=True,
             trust_remote_code=False,
             local_files_only=True,
             dtype=torch.float32,
         )
-        self.model.eval().requires_grad_(False)
-        # The same pass without transformers' overhead, for a BERT encoder (the lesson's own).
-        self._written_out = written_out_bert(self.model)
-        self.n_params = sum(p.numel() for p in self.model.parameters())
-        self.special_tokens = tuple(self.tokenizer.all_special_tokens)
-        self.special_ids = frozenset(self.tokenizer.all_special_ids)
-        self.unknown_token = self.tokenizer.unk_token
+        return model.eval().requires_grad_(False)
 
     # --- text in ------------------------------------------------------------------
 

@@ -3,10 +3,17 @@ of the same model: the same patterns and hidden states, to the last bit."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
-from models.bert_forward import written_out_bert
+from models.bert_forward import WEIGHTS_FILE, bert_from_folder, written_out_bert
 from models.hf_models import AttentionModel
 from models.pretrained import PretrainedEncoder
 
@@ -82,6 +89,64 @@ def test_other_architectures_keep_transformers_forward(tiny, kind):
     model = tiny[kind]
     assert model._written_out is None
     assert written_out_bert(model.model) is None
+
+
+def test_the_pass_on_transformers_loaded_weights_equals_the_pass_from_the_file(minilm):
+    from_model = written_out_bert(minilm.model)
+    assert from_model is not None and from_model is not minilm._written_out
+    assert (
+        from_model.n_params == minilm.n_params == sum(p.numel() for p in minilm.model.parameters())
+    )
+    ids = torch.tensor([list(minilm.tokenize(SENTENCE).ids)])
+    with torch.inference_mode():
+        ours, theirs = from_model(ids), minilm._written_out(ids)
+    for a, b in zip(ours[0] + ours[1], theirs[0] + theirs[1], strict=True):
+        assert torch.equal(a, b)
+
+
+def test_the_shipped_model_loads_and_runs_without_transformers_model_classes():
+    """What a cold server's first chart waits for: no BERT modeling file, no torch._dynamo."""
+    code = (
+        "import sys\n"
+        "from models.pretrained import PretrainedEncoder\n"
+        "m = PretrainedEncoder()\n"
+        "m.run_with_cache(m.tokenize('The cat sat on the mat'))\n"
+        "print(sorted(n for n in sys.modules if n.startswith('transformers.models.')"
+        " or n.startswith('torch._dynamo')))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    loaded = out.stdout.strip().splitlines()[-1]
+    assert "modeling_bert" not in loaded and "torch._dynamo" not in loaded, loaded
+
+
+def _copy_bert(tiny_models_dir, tmp_path, name: str) -> Path:
+    folder = tmp_path / name
+    shutil.copytree(tiny_models_dir / "tiny-bert", folder)
+    return folder
+
+
+def test_bert_weights_saved_under_other_names_load_through_transformers(tiny_models_dir, tmp_path):
+    folder = _copy_bert(tiny_models_dir, tmp_path, "prefixed")
+    weights = load_file(folder / WEIGHTS_FILE)
+    save_file({f"bert.{name}": t for name, t in weights.items()}, folder / WEIGHTS_FILE)
+    model = AttentionModel(folder)
+    assert model._model is not None  # built by transformers, which knows the prefix
+    assert model._written_out is not None  # and then run written out on its weights
+    ids = torch.tensor([list(model.tokenize(SENTENCE).ids)])
+    _assert_same(*_both(model, ids), model.cfg.n_layers)
+
+
+def test_a_bert_with_another_activation_keeps_transformers_forward(tiny_models_dir, tmp_path):
+    folder = _copy_bert(tiny_models_dir, tmp_path, "tanh_gelu")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | {"hidden_act": "gelu_new"}))
+    model = AttentionModel(folder)
+    assert model._written_out is None
+    assert bert_from_folder(folder, model.model.config) is None
+    assert model.forward(model.tokenize(SENTENCE).ids).attentions[0].shape[1] == model.cfg.n_heads
 
 
 def test_a_bert_in_training_mode_is_not_written_out(tiny):

@@ -215,7 +215,7 @@ def test_a_model_that_returns_no_attention_weights_says_so(loaded, monkeypatch):
 
     model_class_out = model.model
     silent = AttentionModel.__new__(AttentionModel)
-    silent.__dict__.update(model.__dict__, model=Silent())
+    silent.__dict__.update(model.__dict__, _model=Silent())
     with pytest.raises(NoAttentionWeights):
         silent.forward(model.tokenize(SENTENCE).ids)
 
