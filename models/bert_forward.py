@@ -32,7 +32,7 @@ WEIGHTS_FILE = "model.safetensors"
 
 
 @dataclass(frozen=True)
-class _Shape:
+class BertShape:
     """What a plain BERT encoder's config says about its weights."""
 
     n_layers: int
@@ -85,7 +85,7 @@ class WrittenOutBert:
     Holds the weights it reads (the loaded model's own tensors, or the file's), only ever
     reading them."""
 
-    def __init__(self, weights: Mapping[str, torch.Tensor], shape: _Shape, n_params: int):
+    def __init__(self, weights: Mapping[str, torch.Tensor], shape: BertShape, n_params: int):
         self.shape = shape
         self.n_params = n_params
         self.d_head = shape.d_model // shape.n_heads
@@ -141,7 +141,7 @@ class WrittenOutBert:
         return F.layer_norm(x, x.shape[-1:], w[f"{name}.weight"], w[f"{name}.bias"], self.shape.eps)
 
 
-def _plain_shape(config) -> _Shape | None:
+def _plain_shape(config) -> BertShape | None:
     """The weights' shapes for a plain BERT encoder's config, else None.
 
     transformers' "gelu" is torch's exact (erf) GELU, which the pass uses."""
@@ -154,7 +154,7 @@ def _plain_shape(config) -> _Shape | None:
     )
     if not plain:
         return None
-    return _Shape(
+    return BertShape(
         n_layers=config.num_hidden_layers,
         n_heads=config.num_attention_heads,
         d_model=config.hidden_size,
@@ -166,7 +166,7 @@ def _plain_shape(config) -> _Shape | None:
     )
 
 
-def _fits(weights: Mapping[str, torch.Tensor], shape: _Shape) -> bool:
+def _fits(weights: Mapping[str, torch.Tensor], shape: BertShape) -> bool:
     return all(
         name in weights and tuple(weights[name].shape) == size and weights[name].is_floating_point()
         for name, size in shape.expected().items()

@@ -4,7 +4,9 @@ Any BERT-, RoBERTa-, GPT-2- or Llama-style model folder (config.json, safetensor
 a tokenizer) is loaded the same way: safetensors only, no remote code, eager attention
 (the fused kernels return no weights). One instance is shared by every visitor, so it is
 only ever read: inference mode, no hooks of ours, nothing stored on it, its config never
-changed.
+changed. A plain BERT encoder, the lesson's own among them, is read straight from its
+safetensors file and run by the same arithmetic written out (models/bert_forward.py);
+transformers builds its model only if something asks for it.
 
 Switching heads off must not touch that shared instance either. Each attention layer
 asks transformers' attention-function registry for its implementation by name; the
