@@ -1,12 +1,13 @@
 """A BERT encoder's forward pass written out in torch: the attention lesson's every keystroke.
 
 The lesson's own model, all-MiniLM-L6-v2, is a BERT encoder, and a new sentence means one
-forward pass of it. transformers' forward spent ~3 ms of its ~10 ms (20 tokens, one torch
-thread) in Python around the arithmetic: ~130 module calls, masks and output checks. Each
-torch call also hands the interpreter lock to another visitor's thread and waits to get
-it back; with a second thread running Python beside it the pass took ~16 ms. This runs the
-same arithmetic, in transformers' order, on the same weights: ~7 ms alone, ~11 ms beside
-that thread.
+forward pass of it. transformers' forward spent ~3 ms of its ~9–10 ms (20 tokens, one
+torch thread) in Python around the arithmetic: ~130 module calls, masks and output checks.
+Each torch call also hands the interpreter lock to another visitor's thread and waits to
+get it back, and a second thread running Python beside it made the pass ~15 % slower
+still. This runs the same arithmetic, in transformers' order, on the same weights, in ~60
+torch calls: side by side, 13.6–13.9 → 9.1–9.9 ms alone and 15.8–15.9 → 12.2–13.9 ms
+beside that thread (in a slow hour of this machine).
 
 It reads the weights straight from the folder's safetensors file (`bert_from_folder`), so
 a cold server brings no transformers model class in: importing them (and torch._dynamo,
