@@ -4,7 +4,7 @@ The lesson's own model, all-MiniLM-L6-v2, is a BERT encoder, and a new sentence 
 forward pass of it. transformers' forward spent ~3 ms of its ~9–10 ms (20 tokens, one
 torch thread) in Python around the arithmetic: ~130 module calls, masks and output checks.
 Each torch call also hands the interpreter lock to another visitor's thread and waits to
-get it back, and a second thread running Python beside it made the pass ~15 % slower
+get it back: a second thread running Python beside it made the pass 15–50 % slower
 still. This runs the same arithmetic, in transformers' order, on the same weights, in ~60
 torch calls: side by side, 13.6–13.9 → 9.1–9.9 ms alone and 15.8–15.9 → 12.2–13.9 ms
 beside that thread (in a slow hour of this machine).
