@@ -11,6 +11,7 @@ from test_browser import (
     FIRST_CHART_TIMEOUT_MS,
     RERUN_TIMEOUT_MS,
     assert_page_healthy,
+    expect,
     outside_requests,
     record_requests,
     screenshot,
@@ -21,11 +22,6 @@ from test_browser import (
 
 from bench.server import Server
 from models.tiny import save_tiny_model
-
-try:
-    from playwright.sync_api import expect
-except ImportError:
-    expect = None
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 

@@ -14,6 +14,7 @@ from test_browser import (
     ANY_CHART,
     HEADS_GRID_KEYS,
     assert_page_healthy,
+    expect,
     screenshot,
     wait_for_charts,
     wait_for_grids,
@@ -22,11 +23,6 @@ from test_browser import (
 
 from components.i18n import strings
 from components.lessons import LESSONS
-
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the `browser` fixture skips (or fails in CI) with an install hint
-    expect = None
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 

@@ -19,6 +19,7 @@ from test_browser import (
     RERUN_TIMEOUT_MS,
     SENTENCE_INPUT,
     assert_page_healthy,
+    expect,
     grid_hover_labels,
     hover_grid,
     screenshot,
@@ -30,11 +31,6 @@ from test_browser import (
 )
 
 from components.i18n import strings
-
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the `browser` fixture skips (or fails in CI) with an install hint
-    expect = None
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 
