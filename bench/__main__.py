@@ -554,7 +554,7 @@ def add_rows(rows, ours, peer, bertviz, gc_text, args, why_no_browser) -> None:
                 verdict(None if load.med is None else load.med <= 1 and load.p95 <= 2),
             ),
             Row(
-                title + "server RSS peak",
+                title + "server RSS peak (its worker processes included)",
                 load.memory,
                 other.memory if other else absent,
                 "≤ 1.5 GB",

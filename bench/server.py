@@ -36,21 +36,45 @@ def http_get(port: int, path: str, timeout: float = 5.0) -> tuple[int, dict[str,
 
 
 def rss_bytes(pid: int) -> int | None:
-    """Resident memory of one process: psutil when installed, else /proc/<pid>/status."""
+    """Resident memory of a process and every process it started (the server's forward
+    worker, models/forward_worker.py, and multiprocessing's helper): psutil when installed,
+    else /proc/<pid>/status and /proc/<pid>/task/*/children."""
     try:
         import psutil
 
-        return psutil.Process(pid).memory_info().rss
+        process = psutil.Process(pid)
+        total = process.memory_info().rss
+        for child in process.children(recursive=True):
+            with contextlib.suppress(psutil.Error):  # a child that has just ended
+                total += child.memory_info().rss
+        return total
     except ImportError:
         pass
     except Exception:  # the process is gone
         return None
+    own = _proc_rss(pid)
+    if own is None:
+        return None
+    return own + sum(_proc_rss(child) or 0 for child in _proc_children(pid))
+
+
+def _proc_rss(pid: int) -> int | None:
     try:
         text = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
     match = re.search(r"^VmRSS:\s+(\d+)\s+kB", text, re.MULTILINE)
     return int(match.group(1)) * 1024 if match else None
+
+
+def _proc_children(pid: int) -> list[int]:
+    """Every descendant of `pid`, from the kernel's per-thread children lists."""
+    found = []
+    for path in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            for child in path.read_text().split():
+                found += [int(child), *_proc_children(int(child))]
+    return found
 
 
 def active_sessions(port: int) -> int | None:

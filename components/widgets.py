@@ -603,13 +603,37 @@ def attention_model(key: str):
     return load_attention_model(key)
 
 
+@st.cache_resource(show_spinner=False)
+def shipped_model_worker():
+    """The shipped model's forward passes in a process of their own (started when first
+    needed, see models/forward_worker.py), or None where the operator turned it off."""
+    from models.forward_worker import ForwardWorker, worker_wanted
+
+    return ForwardWorker(load_encoder().path) if worker_wanted() else None
+
+
+def _trace(key: str, model, tokenized):
+    """The model's trace. The shipped model's pass goes to its own process while other
+    visitors' pages run too, once that process is ready: there it does not wait for
+    Python's lock. For one visitor alone, the pass runs here (no answer to send back)."""
+    from models.catalog import SHIPPED_KEY
+    from models.runtime import pages_under_way
+
+    if key == SHIPPED_KEY and pages_under_way() > 1:
+        worker = shipped_model_worker()
+        if worker is not None:
+            worker.start()
+            trace = worker.run_with_cache(tokenized)
+            if trace is not None:
+                return trace
+    return model.run_with_cache(tokenized)
+
+
 @st.cache_data(max_entries=128, show_spinner=False)
 def attention_run(key: str, text: str) -> EncoderRun:
     model = attention_model(key)
     tokenized = model.tokenize(text)
-    return EncoderRun(
-        tokenized, model.run_with_cache(tokenized), model.special_positions(tokenized)
-    )
+    return EncoderRun(tokenized, _trace(key, model, tokenized), model.special_positions(tokenized))
 
 
 def encoder_run(text: str) -> EncoderRun:
