@@ -17,13 +17,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, set_language, t
+from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, current_language, set_language, t
 from components.lessons import LESSONS
 from components.widgets import (
     PRESENTING_KEY,
     SENTENCE_KEY,
+    ask_pass_ahead,
     fetch_chart_library,
     format_choices,
+    keep_pass_ahead_for,
     sentence_box,
     show_notes,
 )
@@ -172,13 +174,25 @@ def presenter_toggle() -> tuple[bool, Note | None]:
     return present, note
 
 
+# The menu's pages, kept in the session with their language: building them reads every
+# lesson's file path and hash, ~0.7 ms of every rerun. Each session keeps its own, since
+# st.navigation marks the page it returns as the one that may run.
+_MENU_KEY = "_menu"
+
+
 def _menu() -> list:
     """Home and every lesson, titled in the current language."""
+    language = current_language()
+    kept = st.session_state.get(_MENU_KEY)
+    if kept is not None and kept[0] == language:
+        return kept[1]
     home = st.Page("pages/home.py", title=t("nav.home"), icon="🏠", default=True)
-    return [home] + [
+    pages = [home] + [
         st.Page(lesson.file, title=t(lesson.title_key), url_path=lesson.url_path, icon=lesson.icon)
         for lesson in LESSONS
     ]
+    st.session_state[_MENU_KEY] = (language, pages)
+    return pages
 
 
 def _started_as_a_legacy_page() -> bool:
@@ -205,6 +219,7 @@ def _become_the_app() -> None:
 
 
 def run_app() -> None:
+    ask_pass_ahead()
     if _started_as_a_legacy_page():
         _become_the_app()
     st.set_page_config(page_title="SeqLens", page_icon="🔭", layout="wide")
@@ -222,6 +237,7 @@ def run_app() -> None:
     # (which then holds only the image and data format choices) starts collapsed.
     st.set_page_config(initial_sidebar_state="collapsed" if present else "auto")
     page = st.navigation(_menu(), position="top" if present else "sidebar")
+    keep_pass_ahead_for(page.url_path)
     heading.title(t("app.title"))
     heading.caption(t("app.tagline"))
     sentence_box(page.url_path)

@@ -603,37 +603,89 @@ def attention_model(key: str):
     return load_attention_model(key)
 
 
+# One flag per model: set once this process has loaded it (see attention_model_shown).
+_models_loaded: dict[str, threading.Event] = {}
+
+
+def attention_model_shown(key: str):
+    """`attention_model(key)`, under a spinner only the first time, while it loads: a
+    spinner starts a timer thread, ~0.7 ms of every rerun."""
+    loaded = _models_loaded.setdefault(key, threading.Event())
+    return _first_time_under_spinner(loaded, "heads.loading", partial(attention_model, key))
+
+
 @st.cache_resource(show_spinner=False)
 def shipped_model_worker():
-    """The shipped model's forward passes in a process of their own (started when first
-    needed, see models/forward_worker.py), or None where the operator turned it off."""
+    """The shipped model's forward passes in a process of their own (started by
+    ask_pass_ahead; models/forward_worker.py), or None where the operator turned it off."""
     from models.forward_worker import ForwardWorker, worker_wanted
 
     return ForwardWorker(load_encoder().path) if worker_wanted() else None
 
 
-def _trace(key: str, model, tokenized):
-    """The model's trace. The shipped model's pass goes to its own process while other
-    visitors' pages run too, once that process is ready: there it does not wait for
-    Python's lock. For one visitor alone, the pass runs here (no answer to send back)."""
+def _traced(key: str, model, text: str):
+    """(tokens, trace) of `text`. The shipped model's pass runs in its worker once that is
+    ready: there it waits for no Python lock while other visitors' pages run, and a pass
+    the frame asked for ahead (ask_pass_ahead) has run while the page was drawn. Else, or
+    when the worker cannot answer, the pass runs here."""
     from models.catalog import SHIPPED_KEY
-    from models.runtime import pages_under_way
 
-    if key == SHIPPED_KEY and pages_under_way() > 1:
-        worker = shipped_model_worker()
-        if worker is not None:
-            worker.start()
-            trace = worker.run_with_cache(tokenized)
-            if trace is not None:
-                return trace
-    return model.run_with_cache(tokenized)
+    worker = shipped_model_worker() if key == SHIPPED_KEY else None
+    if worker is None:
+        tokenized = model.tokenize(text)
+        return tokenized, model.run_with_cache(tokenized)
+    tokenized, future = worker.take_ahead(text) or (model.tokenize(text), None)
+    trace = worker.wait(future or worker.submit(tokenized))
+    return tokenized, model.run_with_cache(tokenized) if trace is None else trace
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
 def attention_run(key: str, text: str) -> EncoderRun:
     model = attention_model(key)
-    tokenized = model.tokenize(text)
-    return EncoderRun(tokenized, _trace(key, model, tokenized), model.special_positions(tokenized))
+    tokenized, trace = _traced(key, model, text)
+    return EncoderRun(tokenized, trace, model.special_positions(tokenized))
+
+
+# What the attention page leaves for the frame's next runs: (page, model key, sentence).
+AHEAD_KEY = "_attention_ahead"
+
+
+def leave_pass_ahead(page: str, key: str, text: str) -> None:
+    """The attention page, once it has its pass: the next run may start its pass ahead."""
+    st.session_state[AHEAD_KEY] = (page, key, text)
+
+
+def ask_pass_ahead() -> None:
+    """The frame, first thing in a run: when this visitor's last page was the attention
+    page with the shipped model and the sentence has changed since, the new sentence's
+    pass starts in the worker now, while the frame and the page's controls are drawn
+    (~10 ms of Python a run); attention_run collects it. A run cut short by the next key
+    leaves the sentence it asked for, so the next run asks only for a newer one.
+
+    The worker is started here as well: from a visitor's second run on the page, so that
+    its loading never slows a fresh server's first page.
+    """
+    from models.catalog import SHIPPED_KEY
+
+    hint = st.session_state.get(AHEAD_KEY)
+    if hint is None or hint[1] != SHIPPED_KEY:
+        return
+    worker = shipped_model_worker()
+    if worker is None:
+        return
+    worker.start()
+    sentence = current_sentence()
+    if worker.ready and not sentence.is_empty and sentence.text != hint[2]:
+        worker.ask_ahead(sentence.text, load_encoder().tokenize(sentence.text))
+        st.session_state[AHEAD_KEY] = (*hint[:2], sentence.text)
+
+
+def keep_pass_ahead_for(page: str) -> None:
+    """The frame, once it knows the page: a hint another page left goes, so that typing
+    on other lessons starts no passes nobody collects."""
+    hint = st.session_state.get(AHEAD_KEY)
+    if hint is not None and hint[0] != page:
+        del st.session_state[AHEAD_KEY]
 
 
 def encoder_run(text: str) -> EncoderRun:

@@ -1,27 +1,32 @@
-"""A model's forward passes in a process of their own, for a server under load.
+"""A model's forward passes in a process of their own.
 
 One Streamlit server runs every visitor's rerun in a thread of its own, and all of them
 share one Python lock. A forward pass makes ~60 torch calls; each call hands the lock
 over, and each time it waits for the lock back while another visitor's page runs Python.
 So with many visitors the passes hardly overlap the Python, and the server uses about one
 core of two. In a process of its own the pass runs on the other core, and the server's
-lock is free while it waits for the answer: with 40 visitors, the median answer took
-about half as long (docs/PERFORMANCE.md).
+lock is free while it waits for the answer. A pass can also be asked for ahead, when a
+run starts, and run while the page draws its frame and controls (`ask_ahead`).
 
 The child loads its own copy of the model from the same folder and runs the same code
-(`AttentionModel.run_with_cache`), so its traces are the same, bit for bit. Requests and
-answers are JSON and raw array bytes: nothing is unpickled. Whenever the child is not
-there to answer (not started, still loading, gone, too slow), `run_with_cache` returns
-None and the caller runs the model itself.
+(`AttentionModel.run_with_cache`, one torch thread), so its traces are the same, bit for
+bit. Requests and answers are JSON and raw array bytes over the child's stdin and stdout:
+nothing is unpickled. Whenever the child cannot answer (not started, still loading, gone,
+too slow), the caller gets None and runs the model itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-import multiprocessing
 import os
+import signal
+import subprocess
+import sys
 import threading
+from collections import OrderedDict, deque
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +37,9 @@ _LOG = logging.getLogger(__name__)
 # Longest wait for one answer: a pass of 128 tokens takes ~0.2 s; far beyond that the
 # child is taken for stuck, stopped, and the caller runs the pass itself.
 ANSWER_TIMEOUT_S = 30.0
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# Passes asked ahead and not yet collected that are kept (see ForwardWorker.ask_ahead).
+AHEAD_KEPT = 8
 
 
 def worker_wanted(environ=None) -> bool:
@@ -86,8 +94,26 @@ def _tokenized(request: bytes) -> Tokenized:
     )
 
 
-def serve(conn, model_path: str) -> None:
-    """The child: load the model, say so, then answer requests until the parent goes."""
+def write_frame(stream, payload: bytes) -> None:
+    """One message: its length (8 bytes, big-endian), then its bytes."""
+    stream.write(len(payload).to_bytes(8, "big") + payload)
+
+
+def read_frame(stream) -> bytes:
+    """The next message `write_frame` wrote; EOFError when the stream ends."""
+    size = int.from_bytes(_read_exactly(stream, 8), "big")
+    return _read_exactly(stream, size)
+
+
+def _read_exactly(stream, n: int) -> bytes:
+    data = stream.read(n)
+    if data is None or len(data) < n:
+        raise EOFError("the stream ended")
+    return data
+
+
+def serve(requests, answers, model_path: str) -> None:
+    """The child: load the model, say so, then answer each request until the server goes."""
     from models.hf_models import MAX_TOKENS, AttentionModel
     from models.runtime import limit_threads
 
@@ -96,115 +122,186 @@ def serve(conn, model_path: str) -> None:
     # One pass at the longest input first: the child's memory then grows to its working
     # size before it serves anyone (not during a class), and the first answers are quick.
     model.run_with_cache(model.tokenize("warm " * MAX_TOKENS))
-    conn.send_bytes(b"ready")
+    write_frame(answers, b"ready")
+    answers.flush()
     while True:
         try:
-            request = conn.recv_bytes()
-        except (EOFError, OSError):  # the server has gone
+            request = read_frame(requests)
+        except EOFError:  # the server has gone
             return
         try:
             header, body = encode_trace(model.run_with_cache(_tokenized(request)))
-        except Exception as error:  # noqa: BLE001  (said to the parent, which runs it itself)
+        except Exception as error:  # noqa: BLE001  (said to the server, which runs it itself)
             header, body = json.dumps({"error": repr(error)}).encode(), b""
-        conn.send_bytes(header)
-        conn.send_bytes(body)
+        write_frame(answers, header)
+        write_frame(answers, body)
+        answers.flush()
+
+
+def main(argv: list[str]) -> None:
+    """`python -m models.forward_worker <model folder>`: requests on stdin, answers on
+    stdout. Whatever else writes to stdout (a library's print) goes to stderr instead."""
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    # Ctrl-C in the server's terminal reaches the whole process group: the server stops,
+    # and the child with it once its stdin closes, without a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    serve(sys.stdin.buffer, answers, argv[0])
 
 
 class ForwardWorker:
     """A child process with its own copy of the model at `model_path`.
 
-    Thread-safe: one request at a time, the others wait their turn (the child has one
-    core's worth of work to give). `start()` spawns the child, which takes a few seconds
-    to load; until it says it is ready, and for good once it has failed, every call
-    answers None.
+    `start()` starts the child, which takes a few seconds to load. `submit()` sends it a
+    pass and returns at once with a Future, so a page can ask early and draw meanwhile;
+    `wait()` collects it. The child runs passes in the order asked, one at a time, and a
+    thread of the server reads the answers as they come. Until the child says it is
+    ready, and for good once it has failed, `submit()` answers None and `wait()` None:
+    the caller runs the pass itself. Thread-safe.
     """
 
     def __init__(self, model_path: Path, answer_timeout_s: float = ANSWER_TIMEOUT_S):
         self.model_path = Path(model_path)
         self.answer_timeout_s = answer_timeout_s
         self._lock = threading.Lock()
-        self._process = None
-        self._conn = None
-        self._ready = False
+        self._process: subprocess.Popen | None = None
+        self._ready = threading.Event()
         self._failed = False
+        # Passes sent and not yet answered, in the order sent: (future, its token ids).
+        self._pending: deque[tuple[Future, tuple[int, ...]]] = deque()
+        # Passes asked for ahead of the page that will use them, by text (ask_ahead).
+        self._ahead: OrderedDict[str, tuple[Tokenized, Future]] = OrderedDict()
 
     @property
     def started(self) -> bool:
         return self._process is not None or self._failed
 
     @property
+    def ready(self) -> bool:
+        return self._ready.is_set() and not self._failed
+
+    @property
     def failed(self) -> bool:
         return self._failed
 
     def start(self) -> None:
-        """Spawn the child, once (a fresh interpreter: forking a server's threads is unsafe)."""
+        """Start the child, once: a fresh interpreter running this module (forking a
+        server's threads is unsafe, and multiprocessing's spawn would run the app again)."""
         with self._lock:
             if self.started:
                 return
-            context = multiprocessing.get_context("spawn")
-            self._conn, child_end = context.Pipe()
-            self._process = context.Process(
-                target=serve,
-                args=(child_end, str(self.model_path)),
-                name="seqlens-forward",
-                daemon=True,
-            )
             try:
-                self._process.start()
-            except Exception:  # noqa: BLE001  (no child: the server runs every pass itself)
+                self._process = subprocess.Popen(  # noqa: S603 - our interpreter, our module
+                    [sys.executable, "-m", "models.forward_worker", str(self.model_path)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    cwd=PROJECT_ROOT,
+                )
+            except OSError:  # no child: the server runs every pass itself
                 _LOG.exception("could not start the forward worker")
-                self._fail()
-            finally:
-                child_end.close()
+                self._stop()
+                return
+            threading.Thread(target=self._read_answers, name="seqlens-forward-answers",
+                             daemon=True).start()  # fmt: skip
+
+    def submit(self, tokenized: Tokenized) -> Future | None:
+        """Send the pass of `tokenized` to the child; None if the child is not ready."""
+        with self._lock:
+            if not self.ready:
+                return None
+            future: Future = Future()
+            self._pending.append((future, tuple(tokenized.ids)))
+            try:
+                write_frame(self._process.stdin, _request(tokenized))
+                self._process.stdin.flush()
+            except (OSError, ValueError):  # the child has gone
+                _LOG.exception("the forward worker stopped taking passes")
+                self._stop()
+        return future
+
+    def wait(self, future: Future | None) -> dict[str, np.ndarray] | None:
+        """The trace a submitted pass gave, or None if the child could not give it."""
+        if future is None:
+            return None
+        try:
+            return future.result(timeout=self.answer_timeout_s)
+        except TimeoutError:
+            _LOG.error("the forward worker gave no answer in %.0f s", self.answer_timeout_s)
+            with self._lock:
+                self._stop()
+        except Exception as error:  # noqa: BLE001  (logged where it failed; the caller runs it)
+            _LOG.debug("a pass in the forward worker failed: %r", error)
+        return None
 
     def run_with_cache(self, tokenized: Tokenized) -> dict[str, np.ndarray] | None:
         """The child's trace of `tokenized`, or None when the child cannot answer."""
-        with self._lock:
-            if self._process is None or self._failed or not self._is_ready():
-                return None
-            try:
-                self._conn.send_bytes(_request(tokenized))
-                if not self._conn.poll(self.answer_timeout_s):
-                    raise TimeoutError(f"no answer within {self.answer_timeout_s:.0f} s")
-                header, body = self._conn.recv_bytes(), self._conn.recv_bytes()
-                if header.startswith(b"{"):
-                    raise RuntimeError(json.loads(header).get("error", "the child failed"))
-                trace = decode_trace(header, body)
-                if tuple(trace.get("token_ids", ())) != tuple(tokenized.ids):
-                    raise ValueError("the answer is for another text")
-            except Exception:  # noqa: BLE001  (the caller runs the pass itself, for good)
-                _LOG.exception("the forward worker failed; passes run in the server from now")
-                self._fail()
-                return None
-        return trace
+        return self.wait(self.submit(tokenized))
 
-    def _is_ready(self) -> bool:
-        """Whether the child has said it is ready; reads that word, if sent, without waiting."""
-        if self._ready:
-            return True
+    def ask_ahead(self, text: str, tokenized: Tokenized) -> None:
+        """Start the pass of `text` now, for `take_ahead(text)` to collect later. Only the
+        newest AHEAD_KEPT are kept: one nobody collects (another visitor's run cached the
+        same text first) is dropped with its trace."""
+        with self._lock:
+            if text in self._ahead:
+                return
+        future = self.submit(tokenized)
+        if future is None:
+            return
+        with self._lock:
+            self._ahead[text] = (tokenized, future)
+            while len(self._ahead) > AHEAD_KEPT:
+                self._ahead.popitem(last=False)
+
+    def take_ahead(self, text: str) -> tuple[Tokenized, Future] | None:
+        """The pass asked ahead for `text` (tokens and future), once; None if there is none."""
+        with self._lock:
+            return self._ahead.pop(text, None)
+
+    def _read_answers(self) -> None:
+        """The server's side of the pipe: the child's word that it is ready, then each
+        answer, handed to the oldest pass waiting. When the child goes, or says something
+        that does not fit, every pass waiting fails and the worker is not used again."""
         try:
-            if not self._conn.poll(0):
-                if not self._process.is_alive():
-                    raise RuntimeError(f"exited with code {self._process.exitcode}")
-                return False
-            word = self._conn.recv_bytes()
+            word = read_frame(self._process.stdout)
             if word != b"ready":
                 raise RuntimeError(f"said {word[:40]!r} instead of ready")
-        except Exception:  # noqa: BLE001
-            _LOG.exception("the forward worker did not start")
-            self._fail()
-            return False
-        self._ready = True
-        return True
-
-    def _fail(self) -> None:
-        self._failed, self._ready = True, False
-        self.close()
+            self._ready.set()
+            while True:
+                header, body = read_frame(self._process.stdout), read_frame(self._process.stdout)
+                with self._lock:
+                    future, ids = self._pending.popleft()
+                if header.startswith(b"{"):  # that pass failed in the child, the child is fine
+                    _LOG.error("a pass failed in the forward worker: %s", header[:500])
+                    future.set_exception(RuntimeError("the pass failed in the worker"))
+                    continue
+                trace = decode_trace(header, body)
+                if tuple(trace.get("token_ids", ())) != ids:
+                    raise ValueError("an answer is for another text")
+                future.set_result(trace)
+        except Exception as error:  # noqa: BLE001  (EOF when the child ends; logged unless closed)
+            with self._lock:
+                if not self._failed:  # not closed on purpose
+                    _LOG.error("the forward worker stopped (%r); passes run in the server", error)
+                self._stop()
 
     def close(self) -> None:
-        """Stop the child (it also stops by itself when the server's end of the pipe closes)."""
-        if self._conn is not None:
-            self._conn.close()
-        if self._process is not None and self._process.is_alive():
-            self._process.kill()
-            self._process.join(timeout=5)
+        """Stop the child and stop using it (it also ends by itself when the server does)."""
+        with self._lock:
+            self._stop()
+
+    def _stop(self) -> None:
+        """Called with the lock held: every pass waiting fails, the child is stopped, and
+        the worker is not used again."""
+        self._failed = True
+        while self._pending:
+            self._pending.popleft()[0].set_exception(RuntimeError("the forward worker stopped"))
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.kill()
+                self._process.wait(timeout=5)
+            with contextlib.suppress(OSError, ValueError):  # already closed, or broken
+                self._process.stdin.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -16,9 +16,6 @@ _first_run = threading.Lock()
 # How many pages run at once; the others wait their turn (see runs_in_turn).
 PAGES_AT_ONCE = 2
 _page_slots = threading.BoundedSemaphore(PAGES_AT_ONCE)
-# Page runs running or waiting for a slot now (see pages_under_way).
-_under_way = 0
-_under_way_lock = threading.Lock()
 # Set by a loader that brought a model in: the next settle_heap_once settles, whatever page.
 _settle_asked = threading.Event()
 
@@ -112,18 +109,5 @@ def runs_in_turn() -> Iterator[None]:
     once, because torch works without Python's lock: one page's matrix products run on
     one core while the other page runs Python on the other.
     """
-    global _under_way
-    with _under_way_lock:
-        _under_way += 1
-    try:
-        with _page_slots:
-            yield
-    finally:
-        with _under_way_lock:
-            _under_way -= 1
-
-
-def pages_under_way() -> int:
-    """How many page runs are running or waiting their turn now (runs_in_turn): more than
-    one means other visitors are being answered at the same time."""
-    return _under_way
+    with _page_slots:
+        yield

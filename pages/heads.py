@@ -31,11 +31,12 @@ from components.widgets import (
     CHECKPOINT_KEY,
     ablation_run,
     about_trained,
-    attention_model,
+    attention_model_shown,
     attention_run,
     every_head_run,
     induction_roles,
     induction_roles_text,
+    leave_pass_ahead,
     linked_multiselect,
     linked_selectbox,
     linked_slider,
@@ -175,8 +176,7 @@ def choose_model() -> str:
 
 def load_or_stop(key: str):
     try:
-        with st.spinner(t("heads.loading")):
-            return attention_model(key)
+        return attention_model_shown(key)
     except CheckpointError:  # a visitor's model deleted meanwhile (age limit, size cap)
         st.warning(t("heads.trained.gone"))
     except ModelRefused as refusal:
@@ -254,6 +254,7 @@ try:
 except ModelRefused as refusal:  # a model that returns no attention weights
     st.error(markdown_literal(refusal_text(refusal.code, refusal.params)))
     st.stop()
+leave_pass_ahead("heads", model_key, sentence.text)
 tokens = list(run.trace["tokens"])
 show_notes(encoder.reading_notes(run.tokenized, sentence.text))
 
@@ -274,16 +275,13 @@ layer = linked_selectbox(
 head = linked_selectbox(pick_head, t("heads.head"), range(n_heads), min(1, n_heads - 1), key="head")
 kv_suffix = (lambda h: t("heads.kv_of", kv=cfg.kv_head(h))) if cfg.n_kv_heads < cfg.n_heads else str
 
+# One template, filled with Python floats (numpy's scalars format several times slower).
+hover_template = t("heads.all_hover_decoder" if cfg.causal else "heads.all_hover")
+stat_lists = {name: stats[name].tolist() for name in ("entropy", "distance", "cls", "sep")}
 hover = [
     [
-        t(
-            "heads.all_hover_decoder" if cfg.causal else "heads.all_hover",
-            layer=la,
-            head=h,
-            entropy=stats["entropy"][la, h],
-            distance=stats["distance"][la, h],
-            cls=stats["cls"][la, h],
-            sep=stats["sep"][la, h],
+        hover_template.format(
+            layer=la, head=h, **{name: values[la][h] for name, values in stat_lists.items()}
         )
         + ("" if cfg.n_kv_heads == cfg.n_heads else f"\n{kv_suffix(h)}")
         for h in range(n_heads)

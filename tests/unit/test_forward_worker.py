@@ -11,7 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.forward_worker import ForwardWorker, decode_trace, encode_trace, worker_wanted
+from models.forward_worker import (
+    AHEAD_KEPT,
+    ForwardWorker,
+    decode_trace,
+    encode_trace,
+    worker_wanted,
+)
 from models.inputs import Tokenized
 from models.pretrained import PretrainedEncoder
 from models.runtime import limit_threads
@@ -36,9 +42,8 @@ def ready_worker(path: Path) -> ForwardWorker:
     worker = ForwardWorker(path)
     worker.start()
     deadline = time.monotonic() + LOAD_LIMIT_S
-    with worker._lock:
-        while not worker._is_ready() and not worker.failed and time.monotonic() < deadline:
-            worker._conn.poll(0.1)
+    while not (worker.ready or worker.failed) and time.monotonic() < deadline:
+        worker._ready.wait(0.1)
     return worker
 
 
@@ -93,20 +98,37 @@ def test_a_worker_that_dies_answers_none_from_then_on(minilm):
     worker = ready_worker(minilm.path)
     assert worker.run_with_cache(minilm.tokenize("hi")) is not None
     worker._process.kill()
-    worker._process.join()
+    worker._process.wait()
     assert worker.run_with_cache(minilm.tokenize(SENTENCE)) is None
     assert worker.failed
     assert worker.run_with_cache(minilm.tokenize("hi")) is None
     worker.start()  # a failed worker is not started again
-    assert not worker._process.is_alive()
+    assert worker._process.poll() is not None
 
 
-def test_a_pass_that_fails_in_the_worker_answers_none(minilm):
-    worker = ready_worker(minilm.path)
+def test_a_pass_that_fails_in_the_worker_answers_none_and_the_worker_goes_on(worker, minilm):
     bad = Tokenized(ids=(101, 10**9, 102), tokens=("a", "b", "c"), offsets=((0, 0),) * 3,
                     n_tokens_before_cap=3)  # fmt: skip
     assert worker.run_with_cache(bad) is None
-    assert worker.failed
+    assert not worker.failed
+    good = minilm.tokenize(SENTENCE)
+    assert np.array_equal(worker.run_with_cache(good)["token_ids"], good.ids)
+
+
+def test_passes_asked_ahead_are_collected_once_by_their_text(worker, minilm):
+    texts = [f"{SENTENCE}, ahead {i}" for i in range(AHEAD_KEPT + 2)]
+    for text in texts:
+        worker.ask_ahead(text, minilm.tokenize(text))
+    # The oldest were dropped; the others come back in any order, each its own.
+    assert worker.take_ahead(texts[0]) is None and worker.take_ahead(texts[1]) is None
+    for text in reversed(texts[2:]):
+        tokenized, future = worker.take_ahead(text)
+        expected = minilm.run_with_cache(minilm.tokenize(text))
+        trace = worker.wait(future)
+        assert tokenized.ids == minilm.tokenize(text).ids
+        assert np.array_equal(trace["blocks.2.attn.hook_pattern"],
+                              expected["blocks.2.attn.hook_pattern"])  # fmt: skip
+        assert worker.take_ahead(text) is None
 
 
 def test_a_model_the_worker_cannot_load_leaves_the_passes_to_the_server(tmp_path, minilm):
@@ -146,38 +168,50 @@ def test_the_operator_may_turn_the_worker_off(raw, wanted):
 
 
 class _Model:
+    def tokenize(self, text):
+        return Tokenized(ids=(1, 2), tokens=("a", "b"), offsets=((0, 1), (1, 2)),
+                         n_tokens_before_cap=2)  # fmt: skip
+
     def run_with_cache(self, tokenized):
         return {"ran": "in the server"}
 
 
 class _Worker:
+    """Stands in for ForwardWorker: `answer` is what its passes give (None: it cannot)."""
+
     def __init__(self, answer):
-        self.answer, self.asked = answer, 0
+        self.answer, self.submitted, self.ahead = answer, 0, {}
 
-    def start(self) -> None:
-        pass
+    def take_ahead(self, text):
+        return self.ahead.pop(text, None)
 
-    def run_with_cache(self, tokenized):
-        self.asked += 1
-        return self.answer
+    def submit(self, tokenized):
+        self.submitted += 1
+        return "future"
+
+    def wait(self, future):
+        return None if future is None else self.answer
 
 
-def test_the_shipped_models_pass_goes_to_its_worker_only_while_other_pages_run(monkeypatch):
+def test_the_shipped_models_pass_goes_to_its_worker_and_to_the_server_when_it_cannot(
+    monkeypatch,
+):
     from components import widgets
-    from models import runtime
     from models.catalog import SHIPPED_KEY
 
     worker = _Worker({"ran": "in the worker"})
     monkeypatch.setattr(widgets, "shipped_model_worker", lambda: worker)
-    monkeypatch.setattr(runtime, "pages_under_way", lambda: 1)
-    assert widgets._trace(SHIPPED_KEY, _Model(), None) == {"ran": "in the server"}
-    assert worker.asked == 0
-    monkeypatch.setattr(runtime, "pages_under_way", lambda: 2)
-    assert widgets._trace(SHIPPED_KEY, _Model(), None) == {"ran": "in the worker"}
-    assert widgets._trace("folder:other", _Model(), None) == {"ran": "in the server"}
-    assert worker.asked == 1
-    # A worker that cannot answer, or none at all (turned off): the server runs the pass.
+    assert widgets._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"ran": "in the worker"}
+    assert worker.submitted == 1
+    # A pass asked ahead for the same text is collected, not asked again.
+    ahead = Tokenized(ids=(7,), tokens=("x",), offsets=((0, 1),), n_tokens_before_cap=1)
+    worker.ahead["ab"] = (ahead, "future ahead")
+    tokenized, trace = widgets._traced(SHIPPED_KEY, _Model(), "ab")
+    assert tokenized is ahead and trace == {"ran": "in the worker"}
+    assert worker.submitted == 1
+    # Other models, a worker that cannot answer, or none at all (turned off): the server.
+    assert widgets._traced("folder:other", _Model(), "ab")[1] == {"ran": "in the server"}
     worker.answer = None
-    assert widgets._trace(SHIPPED_KEY, _Model(), None) == {"ran": "in the server"}
+    assert widgets._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"ran": "in the server"}
     monkeypatch.setattr(widgets, "shipped_model_worker", lambda: None)
-    assert widgets._trace(SHIPPED_KEY, _Model(), None) == {"ran": "in the server"}
+    assert widgets._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"ran": "in the server"}

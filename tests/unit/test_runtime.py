@@ -160,22 +160,3 @@ def test_a_failed_page_gives_its_turn_back():
         if got:
             runtime._page_slots.release()
     assert all(acquired)
-
-
-def test_pages_under_way_counts_runs_running_and_waiting():
-    inside, release = threading.Barrier(3), threading.Event()
-
-    def page() -> None:
-        with runtime.runs_in_turn():
-            inside.wait()
-            release.wait()
-
-    threads = [threading.Thread(target=page) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    inside.wait()
-    assert runtime.pages_under_way() == 2
-    release.set()
-    for thread in threads:
-        thread.join()
-    assert runtime.pages_under_way() == 0
