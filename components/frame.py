@@ -17,7 +17,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, current_language, set_language, t
+from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, set_language, t
 from components.lessons import LESSONS
 from components.widgets import (
     PRESENTING_KEY,
@@ -174,25 +174,15 @@ def presenter_toggle() -> tuple[bool, Note | None]:
     return present, note
 
 
-# The menu's pages, kept in the session with their language: building them reads every
-# lesson's file path and hash, ~0.7 ms of every rerun. Each session keeps its own, since
-# st.navigation marks the page it returns as the one that may run.
-_MENU_KEY = "_menu"
-
-
 def _menu() -> list:
-    """Home and every lesson, titled in the current language."""
-    language = current_language()
-    kept = st.session_state.get(_MENU_KEY)
-    if kept is not None and kept[0] == language:
-        return kept[1]
+    """Home and every lesson, titled in the current language. Built anew every run: a
+    session's runs may overlap for a moment (a new key arrives while the last run ends),
+    and st.navigation marks the very page object it returns as the one that may run."""
     home = st.Page("pages/home.py", title=t("nav.home"), icon="🏠", default=True)
-    pages = [home] + [
+    return [home] + [
         st.Page(lesson.file, title=t(lesson.title_key), url_path=lesson.url_path, icon=lesson.icon)
         for lesson in LESSONS
     ]
-    st.session_state[_MENU_KEY] = (language, pages)
-    return pages
 
 
 def _started_as_a_legacy_page() -> bool:
