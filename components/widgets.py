@@ -676,7 +676,8 @@ def ask_pass_ahead() -> None:
     worker.start()
     sentence = current_sentence()
     if worker.ready and not sentence.is_empty and sentence.text != hint[2]:
-        worker.ask_ahead(sentence.text, load_encoder().tokenize(sentence.text))
+        tokenized = load_encoder().tokenize(sentence.text)
+        worker.ask_ahead(sentence.text, tokenized, instead_of=hint[2])
         st.session_state[AHEAD_KEY] = (*hint[:2], sentence.text)
 
 

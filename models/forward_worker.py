@@ -167,8 +167,9 @@ class ForwardWorker:
         self._process: subprocess.Popen | None = None
         self._ready = threading.Event()
         self._failed = False
-        # Passes sent and not yet answered, in the order sent: (future, its token ids).
-        self._pending: deque[tuple[Future, tuple[int, ...]]] = deque()
+        # Passes asked for and not yet sent, in order; the one the child is running.
+        self._queue: deque[tuple[Future, Tokenized]] = deque()
+        self._running: tuple[Future, tuple[int, ...]] | None = None
         # Passes asked for ahead of the page that will use them, by text (ask_ahead).
         self._ahead: OrderedDict[str, tuple[Tokenized, Future]] = OrderedDict()
 
@@ -205,19 +206,31 @@ class ForwardWorker:
                              daemon=True).start()  # fmt: skip
 
     def submit(self, tokenized: Tokenized) -> Future | None:
-        """Send the pass of `tokenized` to the child; None if the child is not ready."""
+        """Ask for the pass of `tokenized`; None if the child is not ready. Passes go to
+        the child one at a time, so one cancelled while it waits is never run."""
         with self._lock:
             if not self.ready:
                 return None
             future: Future = Future()
-            self._pending.append((future, tuple(tokenized.ids)))
+            self._queue.append((future, tokenized))
+            if self._running is None:
+                self._send_next()
+        return future
+
+    def _send_next(self) -> None:
+        """Send the oldest pass still wanted to the child (called with the lock held)."""
+        while self._queue:
+            future, tokenized = self._queue.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled while it waited
+            self._running = (future, tuple(tokenized.ids))
             try:
                 write_frame(self._process.stdin, _request(tokenized))
                 self._process.stdin.flush()
             except (OSError, ValueError):  # the child has gone
                 _LOG.exception("the forward worker stopped taking passes")
                 self._stop()
-        return future
+            return
 
     def wait(self, future: Future | None) -> dict[str, np.ndarray] | None:
         """The trace a submitted pass gave, or None if the child could not give it."""
@@ -237,20 +250,24 @@ class ForwardWorker:
         """The child's trace of `tokenized`, or None when the child cannot answer."""
         return self.wait(self.submit(tokenized))
 
-    def ask_ahead(self, text: str, tokenized: Tokenized) -> None:
-        """Start the pass of `text` now, for `take_ahead(text)` to collect later. Only the
-        newest AHEAD_KEPT are kept: one nobody collects (another visitor's run cached the
-        same text first) is dropped with its trace."""
+    def ask_ahead(self, text: str, tokenized: Tokenized, instead_of: str | None = None) -> None:
+        """Start the pass of `text` now, for `take_ahead(text)` to collect later; the pass
+        asked ahead for `instead_of` (the visitor's sentence one key earlier), if nobody
+        has collected it, is cancelled. Only the newest AHEAD_KEPT are kept: one nobody
+        collects (another visitor's run cached the same text first) is dropped."""
         with self._lock:
+            replaced = self._ahead.pop(instead_of, None) if instead_of is not None else None
             if text in self._ahead:
                 return
+        if replaced is not None:
+            replaced[1].cancel()
         future = self.submit(tokenized)
         if future is None:
             return
         with self._lock:
             self._ahead[text] = (tokenized, future)
             while len(self._ahead) > AHEAD_KEPT:
-                self._ahead.popitem(last=False)
+                self._ahead.popitem(last=False)[1][1].cancel()
 
     def take_ahead(self, text: str) -> tuple[Tokenized, Future] | None:
         """The pass asked ahead for `text` (tokens and future), once; None if there is none."""
@@ -269,7 +286,10 @@ class ForwardWorker:
             while True:
                 header, body = read_frame(self._process.stdout), read_frame(self._process.stdout)
                 with self._lock:
-                    future, ids = self._pending.popleft()
+                    if self._running is None:
+                        raise ValueError("an answer nobody asked for")
+                    (future, ids), self._running = self._running, None
+                    self._send_next()
                 if header.startswith(b"{"):  # that pass failed in the child, the child is fine
                     _LOG.error("a pass failed in the forward worker: %s", header[:500])
                     future.set_exception(RuntimeError("the pass failed in the worker"))
@@ -293,8 +313,14 @@ class ForwardWorker:
         """Called with the lock held: every pass waiting fails, the child is stopped, and
         the worker is not used again."""
         self._failed = True
-        while self._pending:
-            self._pending.popleft()[0].set_exception(RuntimeError("the forward worker stopped"))
+        stopped = RuntimeError("the forward worker stopped")
+        if self._running is not None:
+            self._running[0].set_exception(stopped)
+            self._running = None
+        while self._queue:
+            future = self._queue.popleft()[0]
+            if future.set_running_or_notify_cancel():
+                future.set_exception(stopped)
         if self._process is not None:
             if self._process.poll() is None:
                 self._process.kill()

@@ -11,7 +11,6 @@ import pytest
 from conftest import chart, open_lesson
 
 from components import widgets
-from models.catalog import SHIPPED_KEY
 
 
 class RecordingWorker:
@@ -19,6 +18,7 @@ class RecordingWorker:
 
     def __init__(self):
         self.ready, self.asked, self.collected, self.submitted = True, [], [], []
+        self.replaced = []
         self._ahead: dict[str, tuple] = {}
 
     def start(self) -> None:
@@ -29,8 +29,9 @@ class RecordingWorker:
         future.set_result(widgets.load_encoder().run_with_cache(tokenized))
         return future
 
-    def ask_ahead(self, text, tokenized) -> None:
+    def ask_ahead(self, text, tokenized, instead_of=None) -> None:
         self.asked.append(text)
+        self.replaced.append(instead_of)
         self._ahead[text] = (tokenized, self._done(tokenized))
 
     def take_ahead(self, text):
@@ -59,12 +60,15 @@ def columns(at) -> list[str]:
 
 
 def test_each_new_sentence_is_asked_ahead_and_collected_by_the_page(worker):
-    at = open_lesson("heads", "A first sentence about ahead passes")
+    previous = "A first sentence about ahead passes"
+    at = open_lesson("heads", previous)
     assert worker.asked == []  # a visitor's first run asks nothing ahead
     for text in ("The worker starts every keystroke's pass", "Then the page collects it"):
         at.text_input(key="sentence").set_value(text).run()
         assert not at.exception
         assert worker.asked[-1] == text and worker.collected[-1] == text
+        assert worker.replaced[-1] == previous  # its pass ahead, if still waiting, goes
+        previous = text
         tokens = widgets.load_encoder().tokenize(text).tokens
         assert columns(at) == [f"{i}:{token}" for i, token in enumerate(tokens)]
     # Another control, the same sentence: nothing is asked.

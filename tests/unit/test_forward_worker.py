@@ -131,6 +131,19 @@ def test_passes_asked_ahead_are_collected_once_by_their_text(worker, minilm):
         assert worker.take_ahead(text) is None
 
 
+def test_a_pass_asked_ahead_and_replaced_before_it_ran_is_never_run(worker, minilm):
+    busy = worker.submit(minilm.tokenize(" ".join([SENTENCE] * 12)))  # ~0.1 s in the child
+    first, second = f"{SENTENCE} once", f"{SENTENCE} once more"
+    worker.ask_ahead(first, minilm.tokenize(first))
+    ((_, first_future),) = [worker._ahead[first]]
+    worker.ask_ahead(second, minilm.tokenize(second), instead_of=first)
+    assert first_future.cancelled()
+    assert worker.take_ahead(first) is None
+    assert worker.wait(busy) is not None
+    tokenized, future = worker.take_ahead(second)
+    assert np.array_equal(worker.wait(future)["token_ids"], tokenized.ids)
+
+
 def test_a_model_the_worker_cannot_load_leaves_the_passes_to_the_server(tmp_path, minilm):
     worker = ready_worker(tmp_path / "no-such-model")
     assert worker.failed
