@@ -617,7 +617,7 @@ def attention_model_shown(key: str):
 @st.cache_resource(show_spinner=False)
 def shipped_model_worker():
     """The shipped model's forward passes in a process of their own (started by
-    ask_pass_ahead; models/forward_worker.py), or None where the operator turned it off."""
+    leave_pass_ahead; models/forward_worker.py), or None where the operator turned it off."""
     from models.forward_worker import ForwardWorker, worker_wanted
 
     return ForwardWorker(load_encoder().path) if worker_wanted() else None
@@ -651,8 +651,17 @@ AHEAD_KEY = "_attention_ahead"
 
 
 def leave_pass_ahead(page: str, key: str, text: str) -> None:
-    """The attention page, once it has its pass: the next run may start its pass ahead."""
+    """The attention page, once it has its pass: the next run may start its pass ahead.
+
+    The worker starts here, the first time: after a page has been drawn, so that its
+    loading (a few seconds of the other core) never holds up a fresh server's first page.
+    """
+    from models.catalog import SHIPPED_KEY
+
     st.session_state[AHEAD_KEY] = (page, key, text)
+    worker = shipped_model_worker() if key == SHIPPED_KEY else None
+    if worker is not None:
+        worker.start()
 
 
 def ask_pass_ahead() -> None:
@@ -661,9 +670,6 @@ def ask_pass_ahead() -> None:
     pass starts in the worker now, while the frame and the page's controls are drawn
     (~10 ms of Python a run); attention_run collects it. A run cut short by the next key
     leaves the sentence it asked for, so the next run asks only for a newer one.
-
-    The worker is started here as well: from a visitor's second run on the page, so that
-    its loading never slows a fresh server's first page.
     """
     from models.catalog import SHIPPED_KEY
 
@@ -673,7 +679,6 @@ def ask_pass_ahead() -> None:
     worker = shipped_model_worker()
     if worker is None:
         return
-    worker.start()
     sentence = current_sentence()
     if worker.ready and not sentence.is_empty and sentence.text != hint[2]:
         tokenized = load_encoder().tokenize(sentence.text)

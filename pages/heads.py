@@ -254,7 +254,6 @@ try:
 except ModelRefused as refusal:  # a model that returns no attention weights
     st.error(markdown_literal(refusal_text(refusal.code, refusal.params)))
     st.stop()
-leave_pass_ahead("heads", model_key, sentence.text)
 tokens = list(run.trace["tokens"])
 show_notes(encoder.reading_notes(run.tokenized, sentence.text))
 
@@ -572,3 +571,5 @@ view, panel = linked_tabs(
 )
 with panel:
     SECTIONS[view]()
+# Drawn: the next run may ask for its pass ahead (and the worker starts, the first time).
+leave_pass_ahead("heads", model_key, sentence.text)
