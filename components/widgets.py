@@ -623,14 +623,19 @@ def shipped_model_worker():
     return ForwardWorker(load_encoder().path) if worker_wanted() else None
 
 
+def _worker_for(key: str):
+    """The worker that runs `key`'s passes: the shipped model's, if it has one; else None."""
+    from models.catalog import SHIPPED_KEY
+
+    return shipped_model_worker() if key == SHIPPED_KEY else None
+
+
 def _traced(key: str, model, text: str):
     """(tokens, trace) of `text`. The shipped model's pass runs in its worker once that is
     ready: there it waits for no Python lock while other visitors' pages run, and a pass
     the frame asked for ahead (ask_pass_ahead) has run while the page was drawn. Else, or
     when the worker cannot answer, the pass runs here."""
-    from models.catalog import SHIPPED_KEY
-
-    worker = shipped_model_worker() if key == SHIPPED_KEY else None
+    worker = _worker_for(key)
     if worker is None:
         tokenized = model.tokenize(text)
         return tokenized, model.run_with_cache(tokenized)
@@ -656,10 +661,8 @@ def leave_pass_ahead(page: str, key: str, text: str) -> None:
     The worker starts here, the first time: after a page has been drawn, so that its
     loading (a few seconds of the other core) never holds up a fresh server's first page.
     """
-    from models.catalog import SHIPPED_KEY
-
     st.session_state[AHEAD_KEY] = (page, key, text)
-    worker = shipped_model_worker() if key == SHIPPED_KEY else None
+    worker = _worker_for(key)
     if worker is not None:
         worker.start()
 
@@ -671,17 +674,13 @@ def ask_pass_ahead() -> None:
     (~10 ms of Python a run); attention_run collects it. A run cut short by the next key
     leaves the sentence it asked for, so the next run asks only for a newer one.
     """
-    from models.catalog import SHIPPED_KEY
-
     hint = st.session_state.get(AHEAD_KEY)
-    if hint is None or hint[1] != SHIPPED_KEY:
-        return
-    worker = shipped_model_worker()
+    worker = None if hint is None else _worker_for(hint[1])
     if worker is None:
         return
     sentence = current_sentence()
     if worker.ready and not sentence.is_empty and sentence.text != hint[2]:
-        tokenized = load_encoder().tokenize(sentence.text)
+        tokenized = attention_model(hint[1]).tokenize(sentence.text)
         worker.ask_ahead(sentence.text, tokenized, instead_of=hint[2])
         st.session_state[AHEAD_KEY] = (*hint[:2], sentence.text)
 
