@@ -19,6 +19,7 @@ import streamlit as st
 
 from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, set_language, t
 from components.lessons import LESSONS
+from components.script_events import batch_script_events
 from components.widgets import (
     PRESENTING_KEY,
     SENTENCE_KEY,
@@ -33,6 +34,7 @@ from models.inputs import Note, parse_choice
 from models.runtime import first_runs_in_turn, runs_in_turn, settle_heap_once
 
 _run = threading.local()
+batch_script_events()
 
 
 def inside_frame() -> bool:

@@ -1,0 +1,141 @@
+"""components/script_events.py: a session's script events reach the event loop in
+batches, in order, on the loop's thread; and the pinned Streamlit still routes them
+through the one method it patches."""
+
+import asyncio
+import inspect
+import logging
+import threading
+
+import pytest
+from streamlit.runtime.app_session import AppSession
+
+from components import script_events
+from components.script_events import _call_soon_in_batches
+
+
+class CountingLoop:
+    """The session's event loop as AppSession sees it, counting the wake-ups asked of it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.wakeups = 0
+
+    def call_soon_threadsafe(self, callback):
+        self.wakeups += 1
+        return self.loop.call_soon_threadsafe(callback)
+
+    def is_closed(self) -> bool:
+        return self.loop.is_closed()
+
+
+class BareSession(AppSession):
+    """An AppSession with nothing but its event loop (never started, so never shut down)."""
+
+    def __del__(self):
+        pass
+
+
+@pytest.fixture
+def session():
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    app_session = BareSession.__new__(BareSession)
+    app_session._event_loop = CountingLoop(loop)
+    yield app_session, thread
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    loop.close()
+
+
+def _on_loop_and_wait(app_session, thread) -> None:
+    """Block until every callback scheduled so far on the loop has run."""
+    done = threading.Event()
+    app_session._event_loop.loop.call_soon_threadsafe(done.set)
+    assert done.wait(5)
+
+
+def test_the_frame_installs_the_batching():
+    import components.frame  # noqa: F401  (installs it on import)
+
+    assert AppSession._call_soon_on_event_loop is _call_soon_in_batches
+
+
+def test_events_arriving_while_the_loop_is_busy_wake_it_once(session):
+    app_session, thread = session
+    busy, release = threading.Event(), threading.Event()
+    app_session._event_loop.loop.call_soon_threadsafe(lambda: (busy.set(), release.wait(5)))
+    assert busy.wait(5)
+    ran = []
+    for i in range(100):
+        _call_soon_in_batches(app_session, lambda i=i: ran.append((i, threading.current_thread())))
+    release.set()
+    _on_loop_and_wait(app_session, thread)
+    assert [i for i, _ in ran] == list(range(100))
+    assert {where for _, where in ran} == {thread}
+    assert app_session._event_loop.wakeups == 1
+
+
+def test_events_after_a_batch_ran_wake_the_loop_again(session):
+    app_session, thread = session
+    ran = []
+    for i in range(3):
+        _call_soon_in_batches(app_session, lambda i=i: ran.append(i))
+        _on_loop_and_wait(app_session, thread)
+    assert ran == [0, 1, 2]
+    assert app_session._event_loop.wakeups == 3
+
+
+def test_a_failing_event_is_logged_and_the_rest_still_run(session, caplog):
+    app_session, thread = session
+    ran = []
+    busy, release = threading.Event(), threading.Event()
+    app_session._event_loop.loop.call_soon_threadsafe(lambda: (busy.set(), release.wait(5)))
+    assert busy.wait(5)
+    _call_soon_in_batches(app_session, lambda: 1 / 0)
+    _call_soon_in_batches(app_session, lambda: ran.append("after"))
+    with caplog.at_level(logging.ERROR, logger="seqlens"):
+        release.set()
+        _on_loop_and_wait(app_session, thread)
+    assert ran == ["after"]
+    assert "ZeroDivisionError" in caplog.text
+
+
+def test_events_from_many_threads_all_run_once_in_each_threads_order(session):
+    app_session, thread = session
+    ran = []
+
+    def script(name: str) -> None:
+        for i in range(300):
+            _call_soon_in_batches(app_session, lambda i=i: ran.append((name, i)))
+
+    scripts = [threading.Thread(target=script, args=(f"s{k}",)) for k in range(4)]
+    for s in scripts:
+        s.start()
+    for s in scripts:
+        s.join(10)
+    _on_loop_and_wait(app_session, thread)
+    assert len(ran) == 1200
+    for k in range(4):
+        assert [i for name, i in ran if name == f"s{k}"] == list(range(300))
+
+
+def test_the_pinned_streamlit_still_routes_script_events_through_the_patched_method():
+    """Fails when a new Streamlit changes what is patched: its own method must still be
+    the one wake-up per call, and every script event and the exception message must
+    still go through it."""
+    own = inspect.getsource(script_events._streamlit_call_soon)
+    assert "self._event_loop.call_soon_threadsafe(callback)" in own
+    assert list(inspect.signature(script_events._streamlit_call_soon).parameters) == [
+        "self",
+        "callback",
+    ]
+    events = inspect.getsource(AppSession._on_scriptrunner_event)
+    assert "self._call_soon_on_event_loop(" in events
+    assert "_handle_scriptrunner_event_on_event_loop" in events
+    assert "call_soon_threadsafe" not in events
+    whole = inspect.getsource(AppSession)
+    # Every hand-over to the loop is in that method: none bypasses the batch (and so
+    # could overtake an event waiting in it).
+    assert whole.count("call_soon_threadsafe") == 1
