@@ -635,13 +635,17 @@ def _traced(key: str, model, text: str):
     ready: there it waits for no Python lock while other visitors' pages run, and a pass
     the frame asked for ahead (ask_pass_ahead) has run while the page was drawn. Else, or
     when the worker cannot answer, the pass runs here."""
+    from models.pretrained import attention_trace
+
     worker = _worker_for(key)
     if worker is None:
-        tokenized = model.tokenize(text)
-        return tokenized, model.run_with_cache(tokenized)
-    tokenized, future = worker.take_ahead(text) or (model.tokenize(text), None)
-    trace = worker.wait(future or worker.submit(tokenized))
-    return tokenized, model.run_with_cache(tokenized) if trace is None else trace
+        tokenized, trace = model.tokenize(text), None
+    else:
+        tokenized, future = worker.take_ahead(text) or (model.tokenize(text), None)
+        trace = worker.wait(future or worker.submit(tokenized))
+    if trace is None:
+        trace = attention_trace(model.run_with_cache(tokenized))
+    return tokenized, trace
 
 
 @st.cache_data(max_entries=128, show_spinner=False)

@@ -10,7 +10,7 @@ run starts, and run while the page draws its frame and controls (`ask_ahead`).
 
 The child loads its own copy of the model from the same folder and runs the same code
 (`AttentionModel.run_with_cache`, one torch thread), so its traces are the same, bit for
-bit. Requests and answers are JSON and raw array bytes over the child's stdin and stdout:
+bit; it sends the part the lesson reads (`attention_trace`: tokens and patterns). Requests and answers are JSON and raw array bytes over the child's stdin and stdout:
 nothing is unpickled. Whenever the child cannot answer (not started, still loading, gone,
 too slow), the caller gets None and runs the model itself.
 """
@@ -115,6 +115,7 @@ def _read_exactly(stream, n: int) -> bytes:
 def serve(requests, answers, model_path: str) -> None:
     """The child: load the model, say so, then answer each request until the server goes."""
     from models.hf_models import MAX_TOKENS, AttentionModel
+    from models.pretrained import attention_trace
     from models.runtime import limit_threads
 
     limit_threads()
@@ -130,7 +131,8 @@ def serve(requests, answers, model_path: str) -> None:
         except EOFError:  # the server has gone
             return
         try:
-            header, body = encode_trace(model.run_with_cache(_tokenized(request)))
+            trace = attention_trace(model.run_with_cache(_tokenized(request)))
+            header, body = encode_trace(trace)
         except Exception as error:  # noqa: BLE001  (said to the server, which runs it itself)
             header, body = json.dumps({"error": repr(error)}).encode(), b""
         write_frame(answers, header)

@@ -28,6 +28,17 @@ class PretrainedEncoder(AttentionModel):
         super().__init__(Path(path) if path is not None else default_model_path())
 
 
+def attention_trace(trace: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """What the attention lesson reads of a model's trace: the tokens, their ids and each
+    layer's patterns. The residual streams, two thirds of its bytes at 20 tokens, are
+    neither cached nor sent between processes."""
+    return {
+        name: value
+        for name, value in trace.items()
+        if name in ("tokens", "token_ids") or name.endswith(".attn.hook_pattern")
+    }
+
+
 def stack_patterns(trace: dict[str, np.ndarray]) -> np.ndarray:
     """All layers' patterns as one array `[layer, head, query_pos, key_pos]`."""
     layers = sorted(int(k.split(".")[1]) for k in trace if k.endswith(".attn.hook_pattern"))

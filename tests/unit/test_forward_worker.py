@@ -19,7 +19,7 @@ from models.forward_worker import (
     worker_wanted,
 )
 from models.inputs import Tokenized
-from models.pretrained import PretrainedEncoder
+from models.pretrained import PretrainedEncoder, attention_trace
 from models.runtime import limit_threads
 
 SENTENCE = "The animal didn't cross the street because it was too tired"
@@ -59,8 +59,12 @@ def worker(minilm):
 def test_the_workers_trace_is_the_servers_bit_for_bit(worker, minilm, text):
     tokenized = minilm.tokenize(text)
     theirs = worker.run_with_cache(tokenized)
-    ours = minilm.run_with_cache(tokenized)
+    ours = attention_trace(minilm.run_with_cache(tokenized))
     assert theirs is not None
+    # What the lesson reads, and only that: the residual streams stay in the child.
+    assert sorted(ours) == sorted(
+        ["tokens", "token_ids", *(f"blocks.{i}.attn.hook_pattern" for i in range(6))]
+    )
     assert list(theirs) == list(ours)
     for name, array in ours.items():
         assert theirs[name].dtype == array.dtype, name
@@ -186,7 +190,7 @@ class _Model:
                          n_tokens_before_cap=2)  # fmt: skip
 
     def run_with_cache(self, tokenized):
-        return {"ran": "in the server"}
+        return {"tokens": "in the server", "blocks.0.hook_resid_pre": "not read"}
 
 
 class _Worker:
@@ -212,19 +216,19 @@ def test_the_shipped_models_pass_goes_to_its_worker_and_to_the_server_when_it_ca
     from components import widgets
     from models.catalog import SHIPPED_KEY
 
-    worker = _Worker({"ran": "in the worker"})
+    worker = _Worker({"tokens": "in the worker"})
     monkeypatch.setattr(widgets, "shipped_model_worker", lambda: worker)
-    assert widgets._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"ran": "in the worker"}
+    assert widgets._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"tokens": "in the worker"}
     assert worker.submitted == 1
     # A pass asked ahead for the same text is collected, not asked again.
     ahead = Tokenized(ids=(7,), tokens=("x",), offsets=((0, 1),), n_tokens_before_cap=1)
     worker.ahead["ab"] = (ahead, "future ahead")
     tokenized, trace = widgets._traced(SHIPPED_KEY, _Model(), "ab")
-    assert tokenized is ahead and trace == {"ran": "in the worker"}
+    assert tokenized is ahead and trace == {"tokens": "in the worker"}
     assert worker.submitted == 1
     # Other models, a worker that cannot answer, or none at all (turned off): the server.
-    assert widgets._traced("folder:other", _Model(), "ab")[1] == {"ran": "in the server"}
+    assert widgets._traced("folder:other", _Model(), "ab")[1] == {"tokens": "in the server"}
     worker.answer = None
-    assert widgets._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"ran": "in the server"}
+    assert widgets._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"tokens": "in the server"}
     monkeypatch.setattr(widgets, "shipped_model_worker", lambda: None)
-    assert widgets._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"ran": "in the server"}
+    assert widgets._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"tokens": "in the server"}
