@@ -249,29 +249,33 @@ intro(cfg, model_key, model_name)
 
 sentence = sentence_or_stop()
 
-try:
-    run = attention_run(model_key, sentence.text)
-except ModelRefused as refusal:  # a model that returns no attention weights
-    st.error(markdown_literal(refusal_text(refusal.code, refusal.params)))
-    st.stop()
-tokens = list(run.trace["tokens"])
-show_notes(encoder.reading_notes(run.tokenized, sentence.text))
-
-reads_task = trained and not encoder.reads_sentence
-st.caption(t("heads.trained.task_tokens" if reads_task else "heads.tokens", n=len(tokens)))
-st.text(" · ".join(tokens))
-
-patterns = stack_patterns(run.trace)
-labels = token_labels(tokens)
-stats = head_statistics(patterns)
-n_layers, n_heads = patterns.shape[:2]
-
+# The shipped model's pass is already running in its worker (ask_pass_ahead): what needs
+# no trace, the layer and head choices, is drawn while it runs, below the slot that then
+# takes the sentence's tokens.
+reading = st.container()
+n_layers, n_heads = cfg.n_layers, cfg.n_heads
 pick_layer, pick_head = st.columns(2)
 # Opens on layer 3, head 1: on the default sentence MiniLM links "it" to "animal" there.
 layer = linked_selectbox(
     pick_layer, t("heads.layer"), range(n_layers), min(3, n_layers - 1), key="layer"
 )
 head = linked_selectbox(pick_head, t("heads.head"), range(n_heads), min(1, n_heads - 1), key="head")
+
+with reading:
+    try:
+        run = attention_run(model_key, sentence.text)
+    except ModelRefused as refusal:  # a model that returns no attention weights
+        st.error(markdown_literal(refusal_text(refusal.code, refusal.params)))
+        st.stop()
+    tokens = list(run.trace["tokens"])
+    show_notes(encoder.reading_notes(run.tokenized, sentence.text))
+    reads_task = trained and not encoder.reads_sentence
+    st.caption(t("heads.trained.task_tokens" if reads_task else "heads.tokens", n=len(tokens)))
+    st.text(" · ".join(tokens))
+
+patterns = stack_patterns(run.trace)
+labels = token_labels(tokens)
+stats = head_statistics(patterns)
 kv_suffix = (lambda h: t("heads.kv_of", kv=cfg.kv_head(h))) if cfg.n_kv_heads < cfg.n_heads else str
 
 # One template, filled with Python floats (numpy's scalars format several times slower).
