@@ -615,12 +615,18 @@ def attention_model_shown(key: str):
 
 
 @st.cache_resource(show_spinner=False)
+def _shipped_model_worker_slot():
+    from models.forward_worker import WorkerSlot, worker_wanted
+
+    return WorkerSlot(load_encoder().path) if worker_wanted() else None
+
+
 def shipped_model_worker():
     """The shipped model's forward passes in a process of their own (started by
-    leave_pass_ahead; models/forward_worker.py), or None where the operator turned it off."""
-    from models.forward_worker import ForwardWorker, worker_wanted
-
-    return ForwardWorker(load_encoder().path) if worker_wanted() else None
+    leave_pass_ahead; models/forward_worker.py), or None where the operator turned it off.
+    A worker that has failed is replaced, a few times at most (WorkerSlot)."""
+    slot = _shipped_model_worker_slot()
+    return None if slot is None else slot.worker()
 
 
 def _worker_for(key: str):

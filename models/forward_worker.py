@@ -10,9 +10,11 @@ run starts, and run while the page draws its frame and controls (`ask_ahead`).
 
 The child loads its own copy of the model from the same folder and runs the same code
 (`AttentionModel.run_with_cache`, one torch thread), so its traces are the same, bit for
-bit; it sends the part the lesson reads (`attention_trace`: tokens and patterns). Requests and answers are JSON and raw array bytes over the child's stdin and stdout:
+bit; it sends the part the lesson reads (`attention_trace`: tokens and patterns).
+Requests and answers are JSON and raw array bytes over the child's stdin and stdout:
 nothing is unpickled. Whenever the child cannot answer (not started, still loading, gone,
-too slow), the caller gets None and runs the model itself.
+too slow), the caller gets None and runs the model itself; a child that has failed is
+replaced a few times at most (`WorkerSlot`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import OrderedDict, deque
 from concurrent.futures import Future
 from pathlib import Path
@@ -40,6 +43,10 @@ ANSWER_TIMEOUT_S = 30.0
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Passes asked ahead and not yet collected that are kept (see ForwardWorker.ask_ahead).
 AHEAD_KEPT = 8
+# A failed child is replaced (WorkerSlot) this many times at most, and never sooner than
+# this after the failed one was made: one that cannot even load is not started in a loop.
+RESTARTS = 3
+RESTART_AFTER_S = 30.0
 
 
 def worker_wanted(environ=None) -> bool:
@@ -329,6 +336,49 @@ class ForwardWorker:
                 self._process.wait(timeout=5)
             with contextlib.suppress(OSError, ValueError):  # already closed, or broken
                 self._process.stdin.close()
+
+
+class WorkerSlot:
+    """The worker of one model folder, replaced by a new one when it has failed.
+
+    A child can fail long after it started: the kernel's out-of-memory killer, an
+    operator's kill, a pass stuck past its timeout. Its server then ran every pass itself
+    until restarted. `worker()` hands out a new, not yet started worker in its place
+    (`start()` is the caller's, as for the first), at most `restarts` times and never
+    within `restart_after_s` of the failed one being made. Until the new child is ready,
+    passes run in the server, as they did meanwhile. Thread-safe.
+    """
+
+    def __init__(
+        self,
+        model_path: Path,
+        restarts: int = RESTARTS,
+        restart_after_s: float = RESTART_AFTER_S,
+        clock=time.monotonic,
+    ):
+        self.model_path = Path(model_path)
+        self.restarts_left = restarts
+        self.restart_after_s = restart_after_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._worker = ForwardWorker(self.model_path)
+        self._made_at = clock()
+
+    def worker(self) -> ForwardWorker:
+        """The current worker: a new one if the last has failed and may be replaced."""
+        with self._lock:
+            if (
+                self._worker.failed
+                and self.restarts_left > 0
+                and self._clock() - self._made_at >= self.restart_after_s
+            ):
+                self.restarts_left -= 1
+                _LOG.warning(
+                    "starting a new forward worker (%d more restarts allowed)", self.restarts_left
+                )
+                self._worker = ForwardWorker(self.model_path)
+                self._made_at = self._clock()
+            return self._worker
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import pytest
 from models.forward_worker import (
     AHEAD_KEPT,
     ForwardWorker,
+    WorkerSlot,
     decode_trace,
     encode_trace,
     worker_wanted,
@@ -39,7 +40,11 @@ def minilm() -> PretrainedEncoder:
 
 def ready_worker(path: Path) -> ForwardWorker:
     """A started worker, once it answers (or has failed)."""
-    worker = ForwardWorker(path)
+    return started(ForwardWorker(path))
+
+
+def started(worker: ForwardWorker) -> ForwardWorker:
+    """`worker`, started, once it answers (or has failed)."""
     worker.start()
     deadline = time.monotonic() + LOAD_LIMIT_S
     while not (worker.ready or worker.failed) and time.monotonic() < deadline:
@@ -152,6 +157,63 @@ def test_a_model_the_worker_cannot_load_leaves_the_passes_to_the_server(tmp_path
     worker = ready_worker(tmp_path / "no-such-model")
     assert worker.failed
     assert worker.run_with_cache(minilm.tokenize(SENTENCE)) is None
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_worker_that_died_is_replaced_once_the_wait_is_over(minilm):
+    clock = Clock()
+    slot = WorkerSlot(minilm.path, restarts=1, restart_after_s=30, clock=clock)
+    first = started(slot.worker())
+    assert first.ready
+    first._process.kill()  # as the out-of-memory killer would
+    first._process.wait()
+    assert first.run_with_cache(minilm.tokenize("hi")) is None and first.failed
+    clock.now = 29.0
+    assert slot.worker() is first  # too soon after it was made
+    clock.now = 31.0
+    second = slot.worker()
+    assert second is not first and not second.started  # started by its caller, as the first
+    assert slot.worker() is second
+    started(second)
+    tokenized = minilm.tokenize(SENTENCE)
+    trace = second.run_with_cache(tokenized)
+    expected = minilm.run_with_cache(tokenized)["blocks.4.attn.hook_pattern"]
+    assert np.array_equal(trace["blocks.4.attn.hook_pattern"], expected)
+    second.close()
+
+
+def test_a_worker_that_cannot_load_is_given_up_after_its_restarts(tmp_path):
+    clock = Clock()
+    slot = WorkerSlot(tmp_path / "no-such-model", restarts=2, restart_after_s=30, clock=clock)
+    made = []
+    for _ in range(4):
+        worker = slot.worker()
+        if worker not in made:
+            made.append(started(worker))
+        assert worker.failed
+        clock.now += 30
+    assert len(made) == 3 and slot.restarts_left == 0
+    assert slot.worker() is made[-1]
+
+
+def test_the_lessons_get_the_slots_current_worker(monkeypatch):
+    from components import widgets
+
+    class Slot:
+        def worker(self):
+            return "the current worker"
+
+    monkeypatch.setattr(widgets, "_shipped_model_worker_slot", Slot)
+    assert widgets.shipped_model_worker() == "the current worker"
+    monkeypatch.setattr(widgets, "_shipped_model_worker_slot", lambda: None)  # turned off
+    assert widgets.shipped_model_worker() is None
 
 
 def test_traces_travel_as_arrays_and_nothing_else():
