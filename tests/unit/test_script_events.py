@@ -49,7 +49,7 @@ def session():
     loop.close()
 
 
-def _on_loop_and_wait(app_session, thread) -> None:
+def _on_loop_and_wait(app_session) -> None:
     """Block until every callback scheduled so far on the loop has run."""
     done = threading.Event()
     app_session._event_loop.loop.call_soon_threadsafe(done.set)
@@ -71,24 +71,24 @@ def test_events_arriving_while_the_loop_is_busy_wake_it_once(session):
     for i in range(100):
         _call_soon_in_batches(app_session, lambda i=i: ran.append((i, threading.current_thread())))
     release.set()
-    _on_loop_and_wait(app_session, thread)
+    _on_loop_and_wait(app_session)
     assert [i for i, _ in ran] == list(range(100))
     assert {where for _, where in ran} == {thread}
     assert app_session._event_loop.wakeups == 1
 
 
 def test_events_after_a_batch_ran_wake_the_loop_again(session):
-    app_session, thread = session
+    app_session, _ = session
     ran = []
     for i in range(3):
         _call_soon_in_batches(app_session, lambda i=i: ran.append(i))
-        _on_loop_and_wait(app_session, thread)
+        _on_loop_and_wait(app_session)
     assert ran == [0, 1, 2]
     assert app_session._event_loop.wakeups == 3
 
 
 def test_a_failing_event_is_logged_and_the_rest_still_run(session, caplog):
-    app_session, thread = session
+    app_session, _ = session
     ran = []
     busy, release = threading.Event(), threading.Event()
     app_session._event_loop.loop.call_soon_threadsafe(lambda: (busy.set(), release.wait(5)))
@@ -97,13 +97,13 @@ def test_a_failing_event_is_logged_and_the_rest_still_run(session, caplog):
     _call_soon_in_batches(app_session, lambda: ran.append("after"))
     with caplog.at_level(logging.ERROR, logger="seqlens"):
         release.set()
-        _on_loop_and_wait(app_session, thread)
+        _on_loop_and_wait(app_session)
     assert ran == ["after"]
     assert "ZeroDivisionError" in caplog.text
 
 
 def test_events_from_many_threads_all_run_once_in_each_threads_order(session):
-    app_session, thread = session
+    app_session, _ = session
     ran = []
 
     def script(name: str) -> None:
@@ -115,7 +115,7 @@ def test_events_from_many_threads_all_run_once_in_each_threads_order(session):
         s.start()
     for s in scripts:
         s.join(10)
-    _on_loop_and_wait(app_session, thread)
+    _on_loop_and_wait(app_session)
     assert len(ran) == 1200
     for k in range(4):
         assert [i for name, i in ran if name == f"s{k}"] == list(range(300))
