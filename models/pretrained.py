@@ -28,6 +28,10 @@ class PretrainedEncoder(AttentionModel):
         super().__init__(Path(path) if path is not None else default_model_path())
 
 
+# The end of each layer's pattern name in a trace (DESIGN.md's glossary).
+PATTERN_HOOK = ".attn.hook_pattern"
+
+
 def attention_trace(trace: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """What the attention lesson reads of a model's trace: the tokens, their ids and each
     layer's patterns. The residual streams, two thirds of its bytes at 20 tokens, are
@@ -35,11 +39,11 @@ def attention_trace(trace: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {
         name: value
         for name, value in trace.items()
-        if name in ("tokens", "token_ids") or name.endswith(".attn.hook_pattern")
+        if name in ("tokens", "token_ids") or name.endswith(PATTERN_HOOK)
     }
 
 
 def stack_patterns(trace: dict[str, np.ndarray]) -> np.ndarray:
     """All layers' patterns as one array `[layer, head, query_pos, key_pos]`."""
-    layers = sorted(int(k.split(".")[1]) for k in trace if k.endswith(".attn.hook_pattern"))
-    return np.stack([trace[f"blocks.{layer}.attn.hook_pattern"] for layer in layers])
+    layers = sorted(int(k.split(".")[1]) for k in trace if k.endswith(PATTERN_HOOK))
+    return np.stack([trace[f"blocks.{layer}{PATTERN_HOOK}"] for layer in layers])
