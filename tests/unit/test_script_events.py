@@ -56,6 +56,14 @@ def _on_loop_and_wait(app_session) -> None:
     assert done.wait(5)
 
 
+def _keep_the_loop_busy(app_session) -> threading.Event:
+    """Occupy the loop until the returned event is set."""
+    busy, release = threading.Event(), threading.Event()
+    app_session._event_loop.loop.call_soon_threadsafe(lambda: (busy.set(), release.wait(5)))
+    assert busy.wait(5)
+    return release
+
+
 def test_the_frame_installs_the_batching():
     import components.frame  # noqa: F401  (installs it on import)
 
@@ -64,9 +72,7 @@ def test_the_frame_installs_the_batching():
 
 def test_events_arriving_while_the_loop_is_busy_wake_it_once(session):
     app_session, thread = session
-    busy, release = threading.Event(), threading.Event()
-    app_session._event_loop.loop.call_soon_threadsafe(lambda: (busy.set(), release.wait(5)))
-    assert busy.wait(5)
+    release = _keep_the_loop_busy(app_session)
     ran = []
     for i in range(100):
         _call_soon_in_batches(app_session, lambda i=i: ran.append((i, threading.current_thread())))
@@ -90,9 +96,7 @@ def test_events_after_a_batch_ran_wake_the_loop_again(session):
 def test_a_failing_event_is_logged_and_the_rest_still_run(session, caplog):
     app_session, _ = session
     ran = []
-    busy, release = threading.Event(), threading.Event()
-    app_session._event_loop.loop.call_soon_threadsafe(lambda: (busy.set(), release.wait(5)))
-    assert busy.wait(5)
+    release = _keep_the_loop_busy(app_session)
     _call_soon_in_batches(app_session, lambda: 1 / 0)
     _call_soon_in_batches(app_session, lambda: ran.append("after"))
     with caplog.at_level(logging.ERROR, logger="seqlens"):
