@@ -6,6 +6,7 @@ Plain Python and torch, no Streamlit: the app's loaders and frame call these.
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +19,26 @@ PAGES_AT_ONCE = 2
 _page_slots = threading.BoundedSemaphore(PAGES_AT_ONCE)
 # Set by a loader that brought a model in: the next settle_heap_once settles, whatever page.
 _settle_asked = threading.Event()
+
+
+# The math libraries' own thread counts, read once, when the first of their operations
+# runs in the process (see math_threads_from_environment).
+MATH_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def math_threads_from_environment(environ=None) -> None:
+    """Give the math libraries one thread each, unless the environment already says.
+
+    `torch.set_num_threads(1)` alone (`limit_threads`) leaves MKL without a count of its
+    own, and then the first vector operation (tanh, exp) of every new thread starts a
+    helper thread: 0.5–4 ms here. Streamlit runs every rerun in a new thread, so every
+    rerun paid it; with a count in the environment the first operation takes ~10 µs.
+    MKL reads the count once per process, at its first operation: this runs when the
+    `models` package is imported, before any of its modules imports torch.
+    """
+    environ = os.environ if environ is None else environ
+    for name in MATH_THREAD_VARIABLES:
+        environ.setdefault(name, "1")
 
 
 def limit_threads(n: int = 1) -> None:

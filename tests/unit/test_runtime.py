@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
+import pytest
 import torch
 
 from models import runtime
@@ -19,6 +24,51 @@ def test_limit_threads_sets_torch_to_one_thread_and_back():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_math_thread_counts_are_set_unless_the_environment_says():
+    environ = {"OMP_NUM_THREADS": "3"}
+    runtime.math_threads_from_environment(environ)
+    assert environ == {"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "1"}
+
+
+# In a fresh process, as a server starts: the app's models loaded, one torch thread, then
+# the first tanh of each of several new threads (each rerun's thread), counting the
+# process's threads around it. Prints the largest growth.
+_NEW_THREAD_PROBE = """
+import os, threading
+os.environ.pop("OMP_NUM_THREADS", None); os.environ.pop("MKL_NUM_THREADS", None)
+import models.transformer
+import torch
+from models.runtime import limit_threads
+limit_threads()
+x = torch.randn(21, 64)
+torch.tanh(x)
+def count():
+    return len(os.listdir("/proc/self/task"))
+def probe(out):
+    before = count(); torch.tanh(x); out.append(count() - before)
+grown = []
+for _ in range(6):
+    thread = threading.Thread(target=probe, args=(grown,)); thread.start(); thread.join()
+print(max(grown))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_a_new_threads_first_vector_operation_starts_no_helper_thread():
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in runtime.MATH_THREAD_VARIABLES}
+    done = subprocess.run(
+        [sys.executable, "-c", _NEW_THREAD_PROBE],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.split()[-1] == "0", done.stdout + done.stderr
 
 
 def test_settled_objects_are_skipped_by_a_full_collection_yet_still_freed_when_unused():
