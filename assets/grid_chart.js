@@ -89,7 +89,9 @@ function panelLayout(ctx, panel, box, font) {
   // The last label of a slanted axis hangs past the plot's right edge.
   const overhang = angle ? Math.cos(angle) * widest(ctx, xLabels.slice(-1), xSize) : 0;
   const top = box.y + titleBand + (panel.x.side === "top" ? xTitleBand + xBand : 0);
-  const bottom = box.y + box.h - (panel.x.side === "top" ? 0 : xTitleBand + xBand);
+  // With nothing under the plot, room for half the colour bar's lowest label.
+  const below = panel.colorbar ? font / 2 + 2 : 0;
+  const bottom = box.y + box.h - (panel.x.side === "top" ? below : xTitleBand + xBand);
   const left = box.x + yTitleBand + yBand;
   const right = box.x + box.w - Math.max(colorbarBand, overhang, 4);
   const plot = { x: left, y: top, w: Math.max(right - left, 10), h: Math.max(bottom - top, 10) };
@@ -112,11 +114,17 @@ function buildScene(spec, width, ctx) {
   const rowsOfPanels = Math.ceil(spec.panels.length / columns);
   const colGap = columns > 1 ? 24 : 0;
   const cellW = (width - colGap * (columns - 1)) / columns;
-  const cellH = spec.height / rowsOfPanels;
+  // The chart's own title, over all its panels (each panel may have one of its own).
+  const titleBand = spec.title ? font + 4 + TITLE_GAP : 0;
+  if (spec.title) {
+    ops.push({ op: "text", x: width / 2, y: font + 2, s: spec.title, size: font + 2,
+      align: "center", weight: "600" });
+  }
+  const cellH = (spec.height - titleBand) / rowsOfPanels;
   spec.panels.forEach((panel, index) => {
     const row = Math.floor(index / columns);
     const col = index % columns;
-    const box = { x: col * (cellW + colGap), y: row * cellH, w: cellW, h: cellH };
+    const box = { x: col * (cellW + colGap), y: titleBand + row * cellH, w: cellW, h: cellH };
     const layout = panelLayout(ctx, panel, box, font);
     layouts.push(layout);
     drawPanel(ops, panel, layout, font, spec);
@@ -144,7 +152,7 @@ function drawPanel(ops, panel, layout, font, spec) {
       smooth: !!panel.smooth });
   } else {
     ops.push({ op: "cells", x: plot.x, y: plot.y, w: plot.w, h: plot.h, panel,
-      gap: cw > 6 && ch > 6 ? panel.gap || 0 : 0, lut: spec.lut });
+      gap: cw > 6 && ch > 6 ? panel.gap || 0 : 0, lut: panel.lut });
   }
   for (const y of panel.separators || []) {
     ops.push({ op: "line", x1: plot.x, y1: plot.y + y * ch, x2: plot.x + plot.w,
@@ -183,7 +191,7 @@ function drawPanel(ops, panel, layout, font, spec) {
     ops.push({ op: "text", x: layout.box.x + font, y: plot.y + plot.h / 2, s: panel.y.title,
       size: font, align: "center", angle: -90 });
   }
-  if (panel.colorbar) drawColorbar(ops, panel, plot, font, spec);
+  if (panel.colorbar) drawColorbar(ops, panel, plot, font);
 }
 
 function drawCellText(ops, panel, plot, cw, ch) {
@@ -201,10 +209,10 @@ function drawCellText(ops, panel, plot, cw, ch) {
   }
 }
 
-function drawColorbar(ops, panel, plot, font, spec) {
+function drawColorbar(ops, panel, plot, font) {
   const x = plot.x + plot.w + 10;
   const bar = { x, y: plot.y, w: COLORBAR_PX, h: Math.min(plot.h, 300) };
-  ops.push({ op: "gradient", ...bar, lut: spec.lut });
+  ops.push({ op: "gradient", ...bar, lut: panel.lut });
   const { zmin, zmax } = panel;
   for (const [value, label] of panel.colorbar.ticks) {
     const y = bar.y + bar.h * (1 - (value - zmin) / (zmax - zmin || 1));
@@ -388,8 +396,10 @@ function cellUnder(scene, spec, x, y) {
 // The spec arrives as the bytes of its JSON (components/widgets.py).
 function decoded(data) {
   const spec = JSON.parse(new TextDecoder().decode(data));
-  spec.lut = bytesOf(spec.palette);
+  const lut = bytesOf(spec.palette);
   for (const panel of spec.panels) {
+    // A panel may bring its own colour table (a signed state beside gates in [0, 1]).
+    panel.lut = panel.palette ? bytesOf(panel.palette) : lut;
     if (panel.z) panel.values = floatsOf(panel.z);
   }
   return spec;

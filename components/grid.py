@@ -5,7 +5,8 @@ The attention lesson redraws four charts of cells on every keystroke. Plotly spe
 on a canvas in a few. Arrays in, a JSON-ready dict out; no st.*, no torch.
 
 Spec, top level:
-- `panels`: one or more panels, `columns` to a row, sharing `height` px;
+- `panels`: one or more panels, `columns` to a row, sharing `height` px (under the
+  chart's `title`, if it has one);
 - `palette`: base64 of the colour lookup, RGB bytes from lightest to darkest;
 - `font`, `hover_font`: text sizes in px; `highlight`: the outline's colour;
 - `label`: what screen readers read; `file`, `format`, `save_label`, `save_help`: the
@@ -16,11 +17,12 @@ Each panel: `rows` × `cols` cells with values `z` (float32, base64, row-major) 
 `ticks` as [position in cells, label], label `size`, `spacing` in cells between ticks,
 x's `side` and `angle`); optional `text` printed in the cells (`text_size`), `outline`
 [col0, row0, col1, row1], `separators` (rows between which a white line runs),
-`colorbar`, `square` cells, `pick` (a click on a hover cell sends its [row, col] back
-to the page); `hover`: what the label under the pointer says (`x`, `y` labels and the
-value's `name` and `format`, or one `text` per hover cell of a coarser `rows` × `cols`
-grid, `pitch` cells each); `columns`: the panel's column labels, set on the chart once
-it is drawn (`data-columns`).
+`colorbar`, `square` cells, `palette` (its own colour lookup, as the top level's), `pick`
+(a click on a hover cell sends its [row, col] back to the page), `title`; `hover`: what
+the label under the pointer says (`y` and `x` labels, between them `joiner` (" → ") and
+the value's `name` and `format`, or one `text` per hover cell of a coarser `rows` × `cols`
+grid, `pitch` cells each); `columns`: the panel's column labels, set on the chart once it
+is drawn (`data-columns`).
 """
 
 from __future__ import annotations
@@ -28,14 +30,16 @@ from __future__ import annotations
 import base64
 import math
 from collections.abc import Sequence
+from functools import cache
 
 import numpy as np
 
 from components.labels import head_label
 from components.palette import (
-    ATTENTION_PALETTE,
+    ATTENTION_COLORSCALE,
     GAP_INDEX,
     HIGHLIGHT,
+    lookup_table,
     png_data_uri,
     weights_to_indices,
 )
@@ -44,9 +48,18 @@ FONT_PX = 14
 HOVER_FONT_PX = 13
 TOKEN_ANGLE = -60
 WEIGHT_TICKS = [[v, f"{v:g}"] for v in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)]
-# The palette's 255 levels (the gap colour left out): cells and the all-heads image
-# are coloured from the same table.
-PALETTE_B64 = base64.b64encode(ATTENTION_PALETTE[:GAP_INDEX].tobytes()).decode("ascii")
+
+
+@cache
+def palette_b64(scale: str) -> str:
+    """A colour scale's 255 levels as a grid's `palette`: RGB bytes in base64 (sampled
+    once per scale: plotly's sampling takes milliseconds)."""
+    return base64.b64encode(lookup_table(scale, GAP_INDEX).tobytes()).decode("ascii")
+
+
+# The attention palette's 255 levels (the gap colour left out): cells and the all-heads
+# image are coloured from the same table.
+PALETTE_B64 = palette_b64(ATTENTION_COLORSCALE)
 
 
 def floats_b64(values: np.ndarray) -> str:
@@ -54,8 +67,8 @@ def floats_b64(values: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(values, dtype="<f4").tobytes()).decode("ascii")
 
 
-def grid(panels: list[dict], height: int, columns: int = 1) -> dict:
-    return dict(
+def grid(panels: list[dict], height: int, columns: int = 1, title: str = "") -> dict:
+    spec = dict(
         panels=panels,
         columns=columns,
         height=int(height),
@@ -64,6 +77,7 @@ def grid(panels: list[dict], height: int, columns: int = 1) -> dict:
         hover_font=HOVER_FONT_PX,
         highlight=HIGHLIGHT,
     )
+    return spec | dict(title=title) if title else spec
 
 
 def _ticks(labels: Sequence[str]) -> list:

@@ -1,4 +1,5 @@
-"""Figures of gradient flow through time: numpy arrays and labels in, plotly figures out.
+"""Figures of gradient flow through time: numpy arrays and labels in, plotly figures (the
+lines and bars) or grid charts (the heatmaps: components/grid.py, drawn on a canvas) out.
 
 No NaN or inf reaches the browser: line builders leave such points out (and zeros too on a
 log axis); heatmaps clamp them to float32's range. `chartable` says how many values a page
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from components.figure import PlainFigure, figure
+from components.grid import TOKEN_ANGLE, floats_b64, grid, palette_b64, position_labels
 from components.i18n import t
 from components.labels import token_labels
 from components.layout import axis, frame_layout, grid_layout, subplot_suffix
@@ -107,28 +109,16 @@ def _log10_clamped(values: np.ndarray) -> np.ndarray:
 
 def unit_heatmap(
     values: np.ndarray, step_labels: Sequence[str], title: str = "", value_name: str = ""
-) -> PlainFigure:
-    """`values [T, units]` as log10 |value|: x is the step, y the hidden unit."""
+) -> dict:
+    """`values [T, units]` as log10 |value|, a grid chart (components/grid.py): the steps
+    along the top, a row per hidden unit. `step_labels` are drawn as text, unescaped."""
     logs = _log10_clamped(values)
     finite_max = float(logs.max())
-    heatmap = dict(
-        type="heatmap",
-        z=logs.T,
-        x=list(step_labels),
-        y=np.arange(logs.shape[1]),
-        zmin=max(float(logs.min()), finite_max - 12.0),
-        zmax=finite_max,
-        colorscale=MAGNITUDE_COLORSCALE,
-        colorbar=dict(title=value_name, thickness=12),
-        hovertemplate=f"%{{x}}, {t('chart.unit')} %{{y}}<br>log10 = %{{z:.2f}}<extra></extra>",
+    zmin = max(float(logs.min()), finite_max - 12.0)
+    panel = _step_panel(
+        logs.T, step_labels, title, zmin, finite_max, MAGNITUDE_COLORSCALE, value_name, ".2f"
     )
-    layout = frame_layout(
-        title,
-        440,
-        xaxis=axis(t("chart.step"), type="category", showgrid=False, nticks=24),
-        yaxis=axis(t("chart.hidden_unit"), autorange="reversed", showgrid=False),
-    )
-    return figure([heatmap], layout)
+    return grid([panel], 440)
 
 
 def gates_figure(
@@ -137,55 +127,75 @@ def gates_figure(
     title: str = "",
     max_units: int = 32,
     signed: Sequence[str] = ("C", "C_tilde", "H_tilde", "H"),
-) -> PlainFigure:
-    """One heatmap row per gate `[T, units]` (first `max_units` units), sharing the step axis.
-    Gates in (0, 1) use one colour scale; signed states (C, H̃) a diverging one."""
+) -> dict:
+    """One panel per gate `[T, units]` (first `max_units` units), stacked under one step
+    axis along the top, a grid chart. Gates in (0, 1) use one colour scale; signed states
+    (C, H̃) a diverging one, symmetric about zero. `step_labels` are drawn unescaped."""
     names = list(gates)
-    layout = grid_layout(len(names), 1, names, shared_xaxes=True, vertical_spacing=0.04)
-    signed_limit = 1.0
+    drawn = {}
     for name in names:
-        if name in signed:
-            values = np.asarray(gates[name], dtype=np.float64)[:, :max_units]
-            values = np.where(np.isfinite(values), values, 0.0)
-            signed_limit = max(signed_limit, float(np.abs(values).max()))
-    traces = []
-    unit = t("chart.unit")
-    for row, name in enumerate(names, start=1):
         values = np.asarray(gates[name], dtype=np.float64)[:, :max_units]
-        values = np.clip(np.where(np.isfinite(values), values, 0.0), -F32_MAX, F32_MAX)
+        # A value that overflowed is drawn as 0 (the page says how many there are).
+        drawn[name] = np.clip(np.where(np.isfinite(values), values, 0.0), -F32_MAX, F32_MAX)
+    signed_limit = max([1.0] + [float(np.abs(drawn[n]).max()) for n in names if n in signed])
+    panels = []
+    for row, name in enumerate(names):
         is_signed = name in signed
-        suffix = subplot_suffix(row, 1, 1)
-        traces.append(
-            dict(
-                type="heatmap",
-                z=values.T.astype(np.float32),
-                x=list(step_labels),
-                y=np.arange(values.shape[1]),
-                coloraxis="coloraxis2" if is_signed else "coloraxis",
-                hovertemplate=f"{name}<br>%{{x}}, {unit} %{{y}}<br>%{{z:.3f}}<extra></extra>",
-                xaxis=f"x{suffix}",
-                yaxis=f"y{suffix}",
-            )
+        panel = _step_panel(
+            drawn[name].T,
+            step_labels if row == 0 else [],
+            name,
+            -signed_limit if is_signed else 0.0,
+            signed_limit if is_signed else 1.0,
+            STATE_COLORSCALE if is_signed else GATE_COLORSCALE,
+            t("chart.state") if is_signed else t("chart.gate"),
+            ".3f",
         )
-        layout[f"yaxis{suffix}"].update(axis(unit, autorange="reversed", showgrid=False))
-        layout[f"xaxis{suffix}"].update(automargin=True, type="category", showgrid=False, nticks=24)
-    layout.update(
-        frame_layout(title, 150 + 170 * len(names), top=80),
-        coloraxis=dict(
-            colorscale=GATE_COLORSCALE,
-            cmin=0.0,
-            cmax=1.0,
-            colorbar=dict(title=t("chart.gate"), thickness=12, len=0.45, y=0.78),
+        panel["hover"] |= dict(x=list(step_labels), name=name)
+        panels.append(panel)
+    return grid(panels, 150 + 170 * len(names), title=title)
+
+
+def _step_panel(values, step_labels, title, zmin, zmax, scale, value_name, value_format) -> dict:
+    """A `[units, T]` panel: steps along the top (none when `step_labels` is empty), a row
+    per unit, its own colour scale and colour bar."""
+    units, n_steps = values.shape
+    return dict(
+        rows=units,
+        cols=n_steps,
+        z=floats_b64(values),
+        zmin=zmin,
+        zmax=zmax,
+        palette=palette_b64(scale),
+        title=title,
+        x=dict(
+            title=t("chart.step") if len(step_labels) else "",
+            ticks=[[i + 0.5, label] for i, label in enumerate(step_labels)],
+            side="top",
+            angle=TOKEN_ANGLE,
+            size=12,
         ),
-        coloraxis2=dict(
-            colorscale=STATE_COLORSCALE,
-            cmid=0.0,
-            cmin=-signed_limit,
-            cmax=signed_limit,
-            colorbar=dict(title=t("chart.state"), thickness=12, len=0.45, y=0.22),
+        y=dict(
+            title=t("chart.hidden_unit"),
+            ticks=[[u + 0.5, str(u)] for u in range(units)],
+            size=12,
         ),
+        colorbar=dict(title=value_name, ticks=_colorbar_ticks(zmin, zmax)),
+        hover=dict(  # "unit 5, 3:cat" then the value
+            rows=units,
+            cols=n_steps,
+            x=list(step_labels),
+            y=[f"{t('chart.unit')} {u}" for u in range(units)],
+            joiner=", ",
+            name=value_name,
+            format=value_format,
+        ),
+        columns=list(step_labels),
     )
-    return figure(traces, layout)
+
+
+def _colorbar_ticks(zmin: float, zmax: float, count: int = 5) -> list:
+    return [[float(v), f"{v:.3g}"] for v in np.linspace(zmin, zmax, count)]
 
 
 def clipping_figure(
@@ -258,8 +268,9 @@ def clipping_figure(
     return figure(traces, layout)
 
 
-def step_labels(tokens: Sequence[str] | None, n_steps: int) -> list[str]:
-    """Escaped unique token labels for a sentence, or `t=0, t=1, …` for a synthetic sequence."""
+def step_labels(tokens: Sequence[str] | None, n_steps: int, escaped: bool = True) -> list[str]:
+    """Unique token labels for a sentence, or `t=0, t=1, …` for a synthetic sequence;
+    escaped for plotly's markup, or as they are for a grid chart, which draws text."""
     if tokens is not None:
-        return token_labels(tokens)
+        return token_labels(tokens) if escaped else position_labels(tokens)
     return [t("chart.step_label", i=i) for i in range(n_steps)]

@@ -26,6 +26,7 @@ from components.summaries import (
 from components.widgets import (
     linked_selectbox,
     linked_slider,
+    load_grid_charts,
     load_tokenizer,
     load_transformer,
     load_visitor_store,
@@ -236,6 +237,7 @@ if settings.before_end > n_steps - 1:
     setting_notes.append(Note("recurrent_loss_moved", {"asked": settings.before_end, "tau": tau}))
 show_notes(setting_notes)
 labels = step_labels(tokens, n_steps)
+drawn_labels = step_labels(tokens, n_steps, escaped=False)  # grid charts draw text as it is
 if tokens is not None:
     st.caption(t("recurrent.tokens", n=n_steps))
     st.text(" · ".join(tokens))
@@ -483,10 +485,11 @@ st.subheader(t("recurrent.units.title"))
 units = result[focus]["grad_H_units"][: tau + 1]
 with np.errstate(divide="ignore"):
     log_units = np.log10(np.abs(units))
+load_grid_charts()  # the heatmaps below are grid charts
 show_chart(
     unit_heatmap(
         units,
-        labels[: tau + 1],
+        drawn_labels[: tau + 1],
         title=t("recurrent.units.figure", model=focus),
         value_name="log10 |∂L/∂H|",
     ),
@@ -506,7 +509,7 @@ with lstm_col:
     show_chart(
         gates_figure(
             {k: lstm[k] for k in ("I", "F", "O", "C")},
-            labels,
+            drawn_labels,
             title=t("recurrent.gates.lstm"),
         ),
         key="rc_gates_lstm",
@@ -517,7 +520,9 @@ with lstm_col:
 with gru_col:
     gru = result["GRU"]
     show_chart(
-        gates_figure({k: gru[k] for k in ("Z", "R", "H")}, labels, title=t("recurrent.gates.gru")),
+        gates_figure(
+            {k: gru[k] for k in ("Z", "R", "H")}, drawn_labels, title=t("recurrent.gates.gru")
+        ),
         key="rc_gates_gru",
         summary=means_summary({k: gru[k] for k in ("Z", "R", "H")}),
         data={"step": labels, "unit": np.arange(gru["Z"].shape[1])}

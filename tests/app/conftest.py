@@ -87,6 +87,12 @@ def every_chart(at: AppTest) -> list[dict]:
     return chart_specs(at) + grid_specs(at)
 
 
+def chart_keys(at: AppTest) -> set[str]:
+    """The keys of every chart on the page, plotly or grid."""
+    grids = [el for el in at.get("bidi_component") if el.proto.component_name == "seqlens_grid"]
+    return {el.proto.id.rsplit("-", 1)[-1] for el in [*at.get("plotly_chart"), *grids]}
+
+
 def chart(at: AppTest, key: str) -> dict:
     """The chart drawn with `key` (its element id ends with the key): a plotly figure, or
     a grid chart's spec."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import chart, chart_specs, messages, open_lesson, plotly_array, texts
+from conftest import chart, chart_keys, every_chart, messages, open_lesson, plotly_array, texts
 
 from models import gradient_flow as gf
 from models.recurrent import Recurrent, RecurrentConfig
@@ -44,18 +44,14 @@ def _all_finite(node) -> bool:
     return True
 
 
-def _drawn(at) -> set[str]:
-    return {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
-
-
 def test_sentence_draws_every_view_with_token_labels():
     at = open_lesson("recurrent", "我爱你 and the cat sat", rc_weights="constructed")
     _no_failure(at)
     # The spectra of the visitor's own sentence wait for a click (next test).
-    assert _drawn(at) >= CHARTS - {"rc_jacobian"}
-    assert all(_all_finite(spec) for spec in chart_specs(at))
+    assert chart_keys(at) >= CHARTS - {"rc_jacobian"}
+    assert all(_all_finite(spec) for spec in every_chart(at))
     assert "我 · 爱 · 你 · and · the · cat · sat" in texts(at)
-    assert chart(at, "rc_units")["data"][0]["x"][:3] == ["0:我", "1:爱", "2:你"]
+    assert chart(at, "rc_units")["panels"][0]["columns"][:3] == ["0:我", "1:爱", "2:你"]
     names = [trace["name"] for trace in chart(at, "rc_distance")["data"]]
     assert names == ["RNN", "LSTM", "GRU", "Transformer"]
     assert not any("overflowed" in m for m in messages(at))
@@ -78,7 +74,7 @@ def _spectra_of(sentence: str) -> dict[str, np.ndarray]:
 def test_spectra_of_your_sentence_come_on_request_then_follow_typing():
     at = open_lesson("recurrent", "the cat sat on the mat", rc_weights="constructed")
     _no_failure(at)
-    assert "rc_jacobian" not in _drawn(at)
+    assert "rc_jacobian" not in chart_keys(at)
     button = at.button(key="rc_spectra_go")
     assert button.label == "Compute the step Jacobian spectra for your sentence"
     assert any("computed once you ask" in c.value for c in at.caption)
@@ -112,8 +108,8 @@ def test_extreme_settings_draw_the_charts_and_name_the_overflow_step():
     )
     at = open_lesson("recurrent", **query)
     _no_failure(at)
-    assert _drawn(at) >= CHARTS
-    assert all(_all_finite(spec) for spec in chart_specs(at))
+    assert chart_keys(at) >= CHARTS
+    assert all(_all_finite(spec) for spec in every_chart(at))
     model = Recurrent(
         RecurrentConfig(num_hiddens=32, activation="relu", init="identity", radius=1.5)
     )

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from conftest import (
     chart,
-    chart_specs,
+    chart_keys,
+    every_chart,
     forget_visitor,
     heatmap_grid,
     messages,
@@ -42,13 +43,9 @@ def _no_failure(at) -> None:
     assert not any(m.startswith("Something went wrong") for m in messages(at))
 
 
-def _keys(at) -> set[str]:
-    return {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
-
-
 def _finite(at) -> bool:
     return all(
-        "NaN" not in json.dumps(s) and "Infinity" not in json.dumps(s) for s in chart_specs(at)
+        "NaN" not in json.dumps(s) and "Infinity" not in json.dumps(s) for s in every_chart(at)
     )
 
 
@@ -59,7 +56,7 @@ def test_recurrent_lesson_opens_on_the_shipped_copy_models_and_says_so():
     at = open_lesson("recurrent", SENTENCE)
     _no_failure(at)
     assert at.selectbox(key="rc_weights").value == ts.SHIPPED_SOURCE
-    assert _keys(at) >= RECURRENT_CHARTS and _finite(at)
+    assert chart_keys(at) >= RECURRENT_CHARTS and _finite(at)
     shown = next(m for m in messages(at) if m.startswith("Shown: Trained on the copy task"))
     for kind, name in (("rnn", "RNN"), ("lstm", "LSTM"), ("gru", "GRU")):
         accuracy = _metadata(f"copy-lag20-{kind}")["metrics"]["accuracy"]
@@ -68,7 +65,7 @@ def test_recurrent_lesson_opens_on_the_shipped_copy_models_and_says_so():
     assert f"{task['length']} symbols {task['lag']} steps" in shown
     labels, _ = ts.example(task)
     assert " · ".join(labels) in texts(at)
-    assert chart(at, "rc_gates_lstm")["data"][0]["x"][0] == f"0:{labels[0]}"
+    assert chart(at, "rc_gates_lstm")["panels"][0]["columns"][0] == f"0:{labels[0]}"
     assert at.slider(key="rc_radius").disabled and at.selectbox(key="rc_act").disabled
     gates = next(c for c in at.caption.values if "latch" in c)
     assert "learned, not set by a control" in gates
@@ -96,7 +93,7 @@ def test_masks_lesson_opens_on_the_trained_induction_model_and_names_its_heads()
     at = open_lesson("masks", SENTENCE)
     _no_failure(at)
     assert at.selectbox(key="mask_weights").value == ts.SHIPPED_INDUCTION
-    assert _keys(at) >= STEP_CHARTS and _finite(at)
+    assert chart_keys(at) >= STEP_CHARTS and _finite(at)
     meta = _metadata(ts.SHIPPED_INDUCTION)
     about = next(m for m in messages(at) if m.startswith("Shown: a causal Transformer"))
     assert f"{meta['metrics']['accuracy']:.1%}" in about
@@ -143,7 +140,7 @@ def test_every_mask_kind_runs_on_the_trained_weights(kind):
         mask_window="2",
     )
     _no_failure(at)
-    assert _keys(at) >= STEP_CHARTS and _finite(at)
+    assert chart_keys(at) >= STEP_CHARTS and _finite(at)
     grid = heatmap_grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])
     if kind == "cross":  # the shipped translator on its own example
         source, decoder, words, numerals = ts.translation_example(make_task("numbers").config())
@@ -178,7 +175,7 @@ def test_random_weights_stay_selectable_and_a_bad_weights_value_is_noted():
 def test_positional_lesson_shows_what_the_trained_model_does_with_position_alone():
     at = open_lesson("positional", SENTENCE, pe_trained_head="2")
     _no_failure(at)
-    assert {"pe_trained_before", "pe_trained_after", "pe_trained_offset"} <= _keys(at)
+    assert {"pe_trained_before", "pe_trained_after", "pe_trained_offset"} <= chart_keys(at)
     meta = _metadata(ts.SHIPPED_INDUCTION)
     assert any(f"{meta['metrics']['accuracy']:.1%}" in m for m in messages(at))
     trained = checkpoints.load(CHECKPOINT_DIR / ts.SHIPPED_INDUCTION).model
@@ -220,7 +217,7 @@ def test_a_link_with_the_visitor_key_brings_the_models_back_in_a_new_session(sav
     _no_failure(at)
     assert at.selectbox(key="mask_weights").value == names[0]
     assert any(m.startswith("Shown: a causal Transformer") for m in messages(at))
-    assert _keys(at) >= STEP_CHARTS
+    assert chart_keys(at) >= STEP_CHARTS
 
     run = names[1].rsplit("-", 1)[0]
     at = open_lesson("recurrent", SENTENCE, visitor=key, rc_weights=run)

@@ -26,9 +26,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 # Long words, a CJK character (MiniLM reads it as itself), an escaped tag and an emoji.
 SENTENCE = "Extraordinarily 我 counterrevolutionary <b>zebras</b> 😀 sang tonight"
 
-# The charts each lesson still draws with plotly when it opens (the attention lesson's are
-# grid charts). Listed: plotly's module arrives after the run, so a chart's element can
-# join the page after the app went idle, and "every chart on the page" may be a few.
+# The charts each lesson still draws with plotly when it opens (the attention lesson's, and
+# the recurrent lesson's heatmaps, are grid charts). Listed: plotly's module arrives after
+# the run, so a chart's element can join the page after the app went idle, and "every
+# chart on the page" may be a few.
 KEYS_BY_LESSON = {
     "positional": ("pe_heatmap", "pe_order_max", "pe_order_tokens"),
     "masks": (
@@ -50,9 +51,6 @@ KEYS_BY_LESSON = {
         "rc_jacobian",
         "rc_clip_bars",
         "rc_clip_lines",
-        "rc_units",
-        "rc_gates_lstm",
-        "rc_gates_gru",
     ),
     "training": ("tr_lag_accuracy", "tr_ngram_unseen", "tr_perplexity", "tr_heads", "tr_yours"),
 }

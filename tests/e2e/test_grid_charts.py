@@ -31,6 +31,7 @@ from test_browser import (
 )
 
 from components.i18n import strings
+from models.tokenizer import MAX_TOKENS, Tokenizer
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 
@@ -238,4 +239,41 @@ def test_clicking_a_head_in_the_all_heads_grid_shows_that_head(page, app_server)
     )
     # The all-heads grid is drawn again with that head outlined, the page unbroken.
     wait_until_idle(page)
+    assert_page_healthy(page)
+
+
+# ---------------------------------------------------------------- the recurrent lesson
+
+RECURRENT_GRID_KEYS = ("rc_units", "rc_gates_lstm", "rc_gates_gru")
+# Read by the lesson's own tokenizer (the constructed weights read the sentence).
+RECURRENT_SENTENCE = "the cat sat on the mat"
+# "unit 3, 2:zebra\nF 0.7312": the hidden unit and the step under the pointer, the value.
+GATE_HOVER = re.compile(r"^unit (\d+), (\d+):(\S+)\n([IFOC]) (-?\d+\.\d{3})$")
+
+
+def test_the_recurrent_heatmaps_are_grids_with_a_colour_scale_per_panel(page, app_server):
+    query = f"sentence={quote(RECURRENT_SENTENCE)}&rc_weights=constructed"
+    page.goto(f"{app_server}/recurrent?{query}")
+    wait_until_drawn(page)
+    wait_for_grids(page, RECURRENT_GRID_KEYS)
+    wait_until_idle(page)
+    for canvas in page.evaluate(_CANVASES, list(RECURRENT_GRID_KEYS)):
+        assert canvas["role"] == "img" and canvas["label"].strip(), canvas
+        assert canvas["painted"] > canvas["width"] * canvas["height"] // 10, canvas
+        assert canvas["colours"] >= 8 and canvas["png"] > 1000, canvas
+    words = list(Tokenizer().encode(RECURRENT_SENTENCE, MAX_TOKENS).tokens)
+    assert tick_labels(page, "rc_units") == [f"{i}:{w}" for i, w in enumerate(words)]
+    # The LSTM's four panels, top to bottom: I, F, O (gates) and C (a signed state); the
+    # pointer anywhere on them names the unit, the step and the panel's own quantity.
+    seen = {}
+    for fy in (0.2, 0.4, 0.6, 0.85):
+        for fx in (0.3, 0.6):
+            label = hover_grid(page, "rc_gates_lstm", fx, fy)
+            match = GATE_HOVER.match(label or "")
+            if match:
+                seen[match.group(4)] = float(match.group(5))
+                assert match.group(3) == words[int(match.group(2))], label
+    assert set(seen) >= {"I", "C"}, seen
+    assert all(0.0 <= value <= 1.0 for name, value in seen.items() if name != "C"), seen
+    screenshot(page, "recurrent-grids-drawn")
     assert_page_healthy(page)

@@ -34,10 +34,10 @@ def test_recurrent_builders_follow_the_language():
         units = unit_heatmap(values, ["a", "b", "c"])
         gates = gates_figure({"F": values, "C": values}, ["a", "b", "c"])
         clip = clipping_figure({"x": np.inf}, {"x": 0.5}, 1.0)
-    assert units.layout.xaxis.title.text == "时间步"
-    assert units.layout.yaxis.title.text == "隐藏单元"
-    assert gates.layout.coloraxis.colorbar.title.text == "门"
-    assert gates.layout.coloraxis2.colorbar.title.text == "状态"
+    [panel] = units["panels"]
+    assert panel["x"]["title"] == "时间步"
+    assert panel["y"]["title"] == "隐藏单元"
+    assert [p["colorbar"]["title"] for p in gates["panels"]] == ["门", "状态"]
     assert "无柱" in clip.layout.annotations[-1].text
 
 

@@ -1,10 +1,15 @@
-"""Figures of the recurrent lesson: built from arrays, asserted on fig.data / fig.layout."""
+"""Figures of the recurrent lesson: built from arrays, asserted on fig.data / fig.layout
+(plotly) or on the spec (grid charts)."""
 
 from __future__ import annotations
+
+import base64
 
 import numpy as np
 import pytest
 
+from components.grid import palette_b64
+from components.palette import DIVERGING_COLORSCALE, GATE_COLORSCALE, MAGNITUDE_COLORSCALE
 from components.recurrent import (
     F32_MAX,
     LOG_FLOOR,
@@ -34,6 +39,12 @@ def _finite_json(fig) -> bool:
     return _finite(fig.to_plotly_json())
 
 
+def _cells(panel: dict) -> np.ndarray:
+    """A grid panel's values as the browser reads them: float32 bytes, rows × columns."""
+    values = np.frombuffer(base64.b64decode(panel["z"]), dtype="<f4")
+    return values.reshape(panel["rows"], panel["cols"])
+
+
 def test_lines_leave_out_nan_inf_and_on_a_log_axis_zero():
     x = np.arange(6)
     y = np.array([1.0, 0.5, 0.0, np.nan, np.inf, 1e-30])
@@ -57,14 +68,29 @@ def test_lines_carry_hover_labels_for_the_points_kept():
 
 def test_heatmap_is_log10_with_overflow_clamped_and_zeros_at_the_floor():
     values = np.array([[1.0, -100.0], [np.inf, 0.0], [np.nan, 1e-3]])
-    fig = unit_heatmap(values, step_labels(None, 3))
-    z = np.asarray(fig.data[0].z)  # [unit, step]
+    spec = unit_heatmap(values, step_labels(None, 3), value_name="log10 |∂L/∂H|")
+    [panel] = spec["panels"]
+    z = _cells(panel)  # [unit, step]
     assert z.shape == (2, 3)
     assert z[0, 0] == 0.0 and z[1, 0] == pytest.approx(2.0)
     assert z[0, 1] == pytest.approx(np.log10(F32_MAX), rel=1e-6) and z[1, 1] == LOG_FLOOR
     assert z[0, 2] == pytest.approx(np.log10(F32_MAX), rel=1e-6) and z[1, 2] == pytest.approx(-3)
-    assert list(fig.data[0].x) == ["t=0", "t=1", "t=2"]
-    assert _finite_json(fig)
+    assert panel["columns"] == panel["hover"]["x"] == ["t=0", "t=1", "t=2"]
+    assert [label for _, label in panel["x"]["ticks"]] == ["t=0", "t=1", "t=2"]
+    # Twelve decades shown at most: what lies below sits at the colour scale's end.
+    assert panel["zmax"] == pytest.approx(np.log10(F32_MAX), rel=1e-6)
+    assert panel["zmin"] == pytest.approx(panel["zmax"] - 12.0)
+    assert panel["palette"] == palette_b64(MAGNITUDE_COLORSCALE)
+    assert panel["hover"]["name"] == panel["colorbar"]["title"] == "log10 |∂L/∂H|"
+    assert _finite(spec)
+
+
+def test_grid_heatmaps_draw_a_visitors_token_as_typed():
+    # Drawn as canvas text, never read as markup: nothing escaped (plotly's labels are).
+    tokens = ["<b>", "a&b"]
+    spec = unit_heatmap(np.ones((2, 3)), step_labels(tokens, 2, escaped=False))
+    assert spec["panels"][0]["columns"] == ["0:<b>", "1:a&b"]
+    assert step_labels(tokens, 2) == ["0:&lt;b&gt;", "1:a&amp;b"]
 
 
 def test_gates_share_the_step_axis_and_keep_gate_and_state_scales_apart():
@@ -75,13 +101,24 @@ def test_gates_share_the_step_axis_and_keep_gate_and_state_scales_apart():
         "C": rng.normal(size=(5, 40)) * 3,
     }
     gates["C"][2, 3] = np.inf
-    fig = gates_figure(gates, step_labels(["a", "a", "b", "c", "d"], 5), max_units=32)
-    assert [trace.coloraxis for trace in fig.data] == ["coloraxis", "coloraxis", "coloraxis2"]
-    assert all(np.asarray(trace.z).shape == (32, 5) for trace in fig.data)
-    assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
-    assert fig.layout.coloraxis2.cmin == -fig.layout.coloraxis2.cmax
-    assert list(fig.data[0].x)[:2] == ["0:a", "1:a"]  # a repeated token keeps its own column
-    assert _finite_json(fig)
+    labels = step_labels(["a", "a", "b", "c", "d"], 5, escaped=False)
+    spec = gates_figure(gates, labels, title="LSTM", max_units=32)
+    panels = spec["panels"]
+    assert [p["palette"] for p in panels] == [palette_b64(GATE_COLORSCALE)] * 2 + [
+        palette_b64(DIVERGING_COLORSCALE)
+    ]
+    assert all(_cells(p).shape == (32, 5) for p in panels)
+    assert [(p["zmin"], p["zmax"]) for p in panels[:2]] == [(0.0, 1.0)] * 2
+    state = panels[2]  # symmetric about zero; the inf (the page counts it) drawn as 0
+    finite = np.where(np.isfinite(gates["C"]), gates["C"], 0.0)[:, :32]
+    assert state["zmax"] == -state["zmin"] == pytest.approx(np.abs(finite).max())
+    assert _cells(state)[3, 2] == 0.0
+    # One step axis, along the top of the first panel; every panel says its step on hover.
+    assert [len(p["x"]["ticks"]) for p in panels] == [5, 0, 0]
+    assert all(p["hover"]["x"][:2] == ["0:a", "1:a"] for p in panels)  # a repeat keeps its own
+    assert spec["title"] == "LSTM" and [p["title"] for p in panels] == ["I", "F", "C"]
+    assert [p["hover"]["name"] for p in panels] == ["I", "F", "C"]
+    assert _finite(spec)
 
 
 def test_clipping_bars_show_totals_and_shares_and_skip_what_is_not_finite():
