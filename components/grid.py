@@ -77,7 +77,9 @@ def grid(panels: list[dict], height: int, columns: int = 1, title: str = "") -> 
         hover_font=HOVER_FONT_PX,
         highlight=HIGHLIGHT,
     )
-    return spec | dict(title=title) if title else spec
+    if title:
+        spec["title"] = title
+    return spec
 
 
 def _ticks(labels: Sequence[str]) -> list:
