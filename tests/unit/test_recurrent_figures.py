@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import base64
-
 import numpy as np
 import pytest
+from test_attention_figures import cells  # a grid panel's values as sent
 
 from components.grid import palette_b64
 from components.palette import DIVERGING_COLORSCALE, GATE_COLORSCALE, MAGNITUDE_COLORSCALE
@@ -39,12 +38,6 @@ def _finite_json(fig) -> bool:
     return _finite(fig.to_plotly_json())
 
 
-def _cells(panel: dict) -> np.ndarray:
-    """A grid panel's values as the browser reads them: float32 bytes, rows × columns."""
-    values = np.frombuffer(base64.b64decode(panel["z"]), dtype="<f4")
-    return values.reshape(panel["rows"], panel["cols"])
-
-
 def test_lines_leave_out_nan_inf_and_on_a_log_axis_zero():
     x = np.arange(6)
     y = np.array([1.0, 0.5, 0.0, np.nan, np.inf, 1e-30])
@@ -70,7 +63,7 @@ def test_heatmap_is_log10_with_overflow_clamped_and_zeros_at_the_floor():
     values = np.array([[1.0, -100.0], [np.inf, 0.0], [np.nan, 1e-3]])
     spec = unit_heatmap(values, step_labels(None, 3), value_name="log10 |∂L/∂H|")
     [panel] = spec["panels"]
-    z = _cells(panel)  # [unit, step]
+    z = cells(panel)  # [unit, step]
     assert z.shape == (2, 3)
     assert z[0, 0] == 0.0 and z[1, 0] == pytest.approx(2.0)
     assert z[0, 1] == pytest.approx(np.log10(F32_MAX), rel=1e-6) and z[1, 1] == LOG_FLOOR
@@ -107,12 +100,12 @@ def test_gates_share_the_step_axis_and_keep_gate_and_state_scales_apart():
     assert [p["palette"] for p in panels] == [palette_b64(GATE_COLORSCALE)] * 2 + [
         palette_b64(DIVERGING_COLORSCALE)
     ]
-    assert all(_cells(p).shape == (32, 5) for p in panels)
+    assert all(cells(p).shape == (32, 5) for p in panels)
     assert [(p["zmin"], p["zmax"]) for p in panels[:2]] == [(0.0, 1.0)] * 2
     state = panels[2]  # symmetric about zero; the inf (the page counts it) drawn as 0
     finite = np.where(np.isfinite(gates["C"]), gates["C"], 0.0)[:, :32]
     assert state["zmax"] == -state["zmin"] == pytest.approx(np.abs(finite).max())
-    assert _cells(state)[3, 2] == 0.0
+    assert cells(state)[3, 2] == 0.0
     # One step axis, along the top of the first panel; every panel says its step on hover.
     assert [len(p["x"]["ticks"]) for p in panels] == [5, 0, 0]
     assert all(p["hover"]["x"][:2] == ["0:a", "1:a"] for p in panels)  # a repeat keeps its own
