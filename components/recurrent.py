@@ -141,25 +141,40 @@ def gates_figure(
     panels = []
     for row, name in enumerate(names):
         is_signed = name in signed
-        panel = _step_panel(
-            drawn[name].T,
-            step_labels if row == 0 else [],
-            name,
-            -signed_limit if is_signed else 0.0,
-            signed_limit if is_signed else 1.0,
-            STATE_COLORSCALE if is_signed else GATE_COLORSCALE,
-            t("chart.state") if is_signed else t("chart.gate"),
-            ".3f",
+        panels.append(
+            _step_panel(
+                drawn[name].T,
+                step_labels,
+                name,
+                -signed_limit if is_signed else 0.0,
+                signed_limit if is_signed else 1.0,
+                STATE_COLORSCALE if is_signed else GATE_COLORSCALE,
+                t("chart.state") if is_signed else t("chart.gate"),
+                ".3f",
+                steps_on_top=row == 0,
+                hover_name=name,
+            )
         )
-        panel["hover"] |= dict(x=list(step_labels), name=name)
-        panels.append(panel)
     return grid(panels, 150 + 170 * len(names), title=title)
 
 
-def _step_panel(values, step_labels, title, zmin, zmax, scale, value_name, value_format) -> dict:
-    """A `[units, T]` panel: steps along the top (none when `step_labels` is empty), a row
-    per unit, its own colour scale and colour bar."""
+def _step_panel(
+    values,
+    step_labels,
+    title,
+    zmin,
+    zmax,
+    scale,
+    value_name,
+    value_format,
+    steps_on_top: bool = True,
+    hover_name: str | None = None,
+) -> dict:
+    """A `[units, T]` panel: a row per unit, its own colour scale and colour bar, the steps
+    labelled along the top (`steps_on_top`; else only under the pointer, which names the
+    value `hover_name`, by default `value_name`)."""
     units, n_steps = values.shape
+    axis_labels = step_labels if steps_on_top else []
     return dict(
         rows=units,
         cols=n_steps,
@@ -169,8 +184,8 @@ def _step_panel(values, step_labels, title, zmin, zmax, scale, value_name, value
         palette=palette_b64(scale),
         title=title,
         x=dict(
-            title=t("chart.step") if len(step_labels) else "",
-            ticks=[[i + 0.5, label] for i, label in enumerate(step_labels)],
+            title=t("chart.step") if steps_on_top else "",
+            ticks=[[i + 0.5, label] for i, label in enumerate(axis_labels)],
             side="top",
             angle=TOKEN_ANGLE,
             size=12,
@@ -187,10 +202,10 @@ def _step_panel(values, step_labels, title, zmin, zmax, scale, value_name, value
             x=list(step_labels),
             y=[f"{t('chart.unit')} {u}" for u in range(units)],
             joiner=", ",
-            name=value_name,
+            name=hover_name or value_name,
             format=value_format,
         ),
-        columns=list(step_labels),
+        columns=list(axis_labels),
     )
 
 
