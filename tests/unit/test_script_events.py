@@ -1,6 +1,7 @@
 """components/script_events.py: a session's script events reach the event loop in
-batches, in order, on the loop's thread; and the pinned Streamlit still routes them
-through the one method it patches."""
+batches, in order, on the loop's thread; the page's elements wait for the next event
+that wakes the loop, or at most ELEMENT_HOLD_S; and the pinned Streamlit still routes
+them through the two methods it patches."""
 
 import asyncio
 import inspect
@@ -9,9 +10,10 @@ import threading
 
 import pytest
 from streamlit.runtime.app_session import AppSession
+from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 
 from components import script_events
-from components.script_events import _call_soon_in_batches
+from components.script_events import _call_soon_in_batches, _enqueue_element
 
 
 class CountingLoop:
@@ -68,6 +70,83 @@ def test_the_frame_installs_the_batching():
     import components.frame  # noqa: F401  (installs it on import)
 
     assert AppSession._call_soon_on_event_loop is _call_soon_in_batches
+    assert ScriptRunner._enqueue_forward_msg is _enqueue_element
+
+
+class ElementRunner:
+    """A script runner as far as `_enqueue_element` needs one: it hands each message to
+    the session as Streamlit's own does, from the same thread, while the mark is set."""
+
+    def __init__(self, app_session, ran):
+        self.app_session, self.ran = app_session, ran
+
+    def _maybe_handle_execution_control_request(self):
+        pass
+
+    @property
+    def on_event(self):
+        return self
+
+    def send(self, sender, event, forward_msg):
+        _call_soon_in_batches(self.app_session, lambda: self.ran.append(forward_msg))
+
+
+def _draw(app_session, ran, items) -> None:
+    runner = ElementRunner(app_session, ran)
+    for item in items:
+        _enqueue_element(runner, item)
+
+
+def test_elements_wait_for_the_next_event_that_wakes_the_loop(session, monkeypatch):
+    monkeypatch.setattr(script_events, "ELEMENT_HOLD_S", 60.0)
+    app_session, _ = session
+    ran = []
+    _draw(app_session, ran, range(50))
+    _on_loop_and_wait(app_session)
+    assert ran == []
+    assert app_session._event_loop.wakeups == 1  # the one that set the latest time
+    _call_soon_in_batches(app_session, lambda: ran.append("end"))  # e.g. the run's end
+    _on_loop_and_wait(app_session)
+    assert ran == [*range(50), "end"]
+    assert app_session._event_loop.wakeups == 2
+
+
+def test_elements_with_no_event_after_them_reach_the_loop_by_themselves(session, monkeypatch):
+    monkeypatch.setattr(script_events, "ELEMENT_HOLD_S", 0.01)
+    app_session, thread = session
+    ran = []
+    # A script that draws (a spinner) and then computes for a long time: what it drew
+    # still shows meanwhile.
+    runner = ElementRunner(app_session, ran)
+    runner.send = lambda sender, event, forward_msg: _call_soon_in_batches(
+        app_session, lambda: ran.append((forward_msg, threading.current_thread()))
+    )
+    _enqueue_element(runner, "spinner")
+    waited = threading.Event()
+    for _ in range(500):
+        if ran:
+            break
+        waited.wait(0.01)
+    assert ran == [("spinner", thread)]
+
+
+def test_the_element_mark_is_cleared_whatever_the_runner_does(session):
+    app_session, _ = session
+
+    class Stopped(Exception):
+        pass
+
+    class StoppingRunner(ElementRunner):
+        def _maybe_handle_execution_control_request(self):
+            raise Stopped  # as a rerun request stops a script inside st.foo
+
+    with pytest.raises(Stopped):
+        _enqueue_element(StoppingRunner(app_session, []), "x")
+    assert not getattr(script_events._enqueuing, "element", False)
+    ran = []
+    _call_soon_in_batches(app_session, lambda: ran.append("now"))
+    _on_loop_and_wait(app_session)
+    assert ran == ["now"]
 
 
 def test_events_arriving_while_the_loop_is_busy_wake_it_once(session):
@@ -143,3 +222,19 @@ def test_the_pinned_streamlit_still_routes_script_events_through_the_patched_met
     # Every hand-over to the loop is in that method: none bypasses the batch (and so
     # could overtake an event waiting in it).
     assert whole.count("call_soon_threadsafe") == 1
+
+
+def test_the_pinned_streamlit_still_hands_elements_over_through_the_patched_method():
+    """Fails when a new Streamlit changes how a script's elements reach the session: the
+    runner's own method must still send each one as an event, on the calling thread,
+    and each run's context must still look the method up on its runner."""
+    own = inspect.getsource(script_events._streamlit_enqueue)
+    assert "self._maybe_handle_execution_control_request()" in own
+    assert "self.on_event.send(" in own
+    assert "event=ScriptRunnerEvent.ENQUEUE_FORWARD_MSG" in own
+    assert list(inspect.signature(script_events._streamlit_enqueue).parameters) == [
+        "self",
+        "msg",
+    ]
+    runner = inspect.getsource(ScriptRunner)
+    assert "_enqueue=self._enqueue_forward_msg" in runner
