@@ -10,9 +10,10 @@ The page's elements wait a little longer: an element the script draws does not w
 loop; it is handed over with the next event that does (the run's end, a rerun request,
 any other event of the script runner), or at the latest `ELEMENT_HOLD_S` after the first
 element that waits, so a long run (a model loading under a spinner) still shows what it
-has drawn as it goes. A rerun of 30–50 ms then wakes the loop about twice instead of about
-once per two messages, and the loop sends the run's messages after the script is done,
-instead of taking Python's lock from it between elements.
+has drawn as it goes. A rerun of 30–50 ms then wakes the loop three times (its start, the
+first element's timer, its end) instead of about once per two messages, and the loop sends
+the run's messages after the script is done, instead of taking Python's lock from it
+between elements.
 
 Measured (docs/PERFORMANCE.md): the batching, 4–5 ms less server work a rerun on the home
 and masks pages; holding the elements back, 4–8 ms less again on every lesson.
@@ -25,6 +26,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
+from functools import partial
 
 from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
@@ -77,10 +79,10 @@ def _call_soon_in_batches(session: AppSession, callback: Callable[[], None]) -> 
             return
         if not element:
             batch.run_asked = True
-            ask = lambda: _run_pending(session)  # noqa: E731
+            ask = partial(_run_pending, session)
         elif not batch.timer_asked:
             batch.timer_asked = True
-            ask = lambda: _run_pending_later(session)  # noqa: E731
+            ask = partial(_run_pending_later, session)
         else:
             return
     _streamlit_call_soon(session, ask)

@@ -75,10 +75,12 @@ def test_the_frame_installs_the_batching():
 
 class ElementRunner:
     """A script runner as far as `_enqueue_element` needs one: it hands each message to
-    the session as Streamlit's own does, from the same thread, while the mark is set."""
+    the session as Streamlit's own does, from the same thread, while the mark is set.
+    What the loop then runs records the message and the thread it runs on."""
 
-    def __init__(self, app_session, ran):
-        self.app_session, self.ran = app_session, ran
+    def __init__(self, app_session):
+        self.app_session = app_session
+        self.ran, self.threads = [], set()
 
     def _maybe_handle_execution_control_request(self):
         pass
@@ -88,46 +90,46 @@ class ElementRunner:
         return self
 
     def send(self, sender, event, forward_msg):
-        _call_soon_in_batches(self.app_session, lambda: self.ran.append(forward_msg))
+        _call_soon_in_batches(self.app_session, lambda: self._ran(forward_msg))
 
+    def _ran(self, forward_msg):
+        self.ran.append(forward_msg)
+        self.threads.add(threading.current_thread())
 
-def _draw(app_session, ran, items) -> None:
-    runner = ElementRunner(app_session, ran)
-    for item in items:
-        _enqueue_element(runner, item)
+    def draw(self, items) -> None:
+        for item in items:
+            _enqueue_element(self, item)
 
 
 def test_elements_wait_for_the_next_event_that_wakes_the_loop(session, monkeypatch):
     monkeypatch.setattr(script_events, "ELEMENT_HOLD_S", 60.0)
-    app_session, _ = session
-    ran = []
-    _draw(app_session, ran, range(50))
+    app_session, thread = session
+    runner = ElementRunner(app_session)
+    runner.draw(range(50))
     _on_loop_and_wait(app_session)
-    assert ran == []
+    assert runner.ran == []
     assert app_session._event_loop.wakeups == 1  # the one that set the latest time
-    _call_soon_in_batches(app_session, lambda: ran.append("end"))  # e.g. the run's end
+    _call_soon_in_batches(app_session, lambda: runner.ran.append("end"))  # e.g. the run's end
     _on_loop_and_wait(app_session)
-    assert ran == [*range(50), "end"]
+    assert runner.ran == [*range(50), "end"]
+    assert runner.threads == {thread}
     assert app_session._event_loop.wakeups == 2
 
 
 def test_elements_with_no_event_after_them_reach_the_loop_by_themselves(session, monkeypatch):
     monkeypatch.setattr(script_events, "ELEMENT_HOLD_S", 0.01)
     app_session, thread = session
-    ran = []
+    runner = ElementRunner(app_session)
     # A script that draws (a spinner) and then computes for a long time: what it drew
     # still shows meanwhile.
-    runner = ElementRunner(app_session, ran)
-    runner.send = lambda sender, event, forward_msg: _call_soon_in_batches(
-        app_session, lambda: ran.append((forward_msg, threading.current_thread()))
-    )
-    _enqueue_element(runner, "spinner")
+    runner.draw(["spinner"])
     waited = threading.Event()
     for _ in range(500):
-        if ran:
+        if runner.ran:
             break
         waited.wait(0.01)
-    assert ran == [("spinner", thread)]
+    assert runner.ran == ["spinner"]
+    assert runner.threads == {thread}
 
 
 def test_the_element_mark_is_cleared_whatever_the_runner_does(session):
@@ -141,7 +143,7 @@ def test_the_element_mark_is_cleared_whatever_the_runner_does(session):
             raise Stopped  # as a rerun request stops a script inside st.foo
 
     with pytest.raises(Stopped):
-        _enqueue_element(StoppingRunner(app_session, []), "x")
+        StoppingRunner(app_session).draw(["x"])
     assert not getattr(script_events._enqueuing, "element", False)
     ran = []
     _call_soon_in_batches(app_session, lambda: ran.append("now"))
