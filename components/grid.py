@@ -82,12 +82,13 @@ def grid(panels: list[dict], height: int, columns: int = 1, title: str = "") -> 
     return spec
 
 
-def _ticks(labels: Sequence[str]) -> list:
+def cell_ticks(labels: Sequence) -> list:
     """One tick per cell, at its centre."""
     return [[i + 0.5, str(label)] for i, label in enumerate(labels)]
 
 
-def _cells(values: np.ndarray, zmin: float = 0.0, zmax: float = 1.0) -> dict:
+def cell_values(values: np.ndarray, zmin: float = 0.0, zmax: float = 1.0) -> dict:
+    """A panel's `rows` × `cols` cells and their value range."""
     rows, cols = values.shape
     return dict(rows=rows, cols=cols, z=floats_b64(values), zmin=zmin, zmax=zmax)
 
@@ -108,15 +109,15 @@ def token_grid(
     n = len(column_labels)
     size = 12 if n <= 30 else 10  # token labels: smaller as they crowd
     panel = dict(
-        **_cells(values),
+        **cell_values(values),
         x=dict(
             title=column_title,
-            ticks=_ticks(column_labels),
+            ticks=cell_ticks(column_labels),
             side="top",
             angle=TOKEN_ANGLE,
             size=size,
         ),
-        y=dict(title=row_title, ticks=_ticks(row_labels), size=row_size or size),
+        y=dict(title=row_title, ticks=cell_ticks(row_labels), size=row_size or size),
         gap=1,
         separators=list(separators),
         colorbar=dict(title=value_title, ticks=WEIGHT_TICKS),
@@ -201,10 +202,10 @@ def statistics_grid(
         low, high = float(np.nanmin(values)), float(np.nanmax(values))
         panels.append(
             dict(
-                **_cells(values, low, high if high > low else low + 1.0),
+                **cell_values(values, low, high if high > low else low + 1.0),
                 title=titles[name],
-                x=dict(title="", ticks=_ticks(heads), side="bottom"),
-                y=dict(title="", ticks=_ticks(layers)),
+                x=dict(title="", ticks=cell_ticks(heads), side="bottom"),
+                y=dict(title="", ticks=cell_ticks(layers)),
                 gap=1,
                 text=[_format(v, formats[name]) for v in values.reshape(-1).tolist()],
                 text_size=11,

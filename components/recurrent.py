@@ -14,7 +14,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from components.figure import PlainFigure, figure
-from components.grid import TOKEN_ANGLE, floats_b64, grid, palette_b64, position_labels
+from components.grid import (
+    TOKEN_ANGLE,
+    cell_ticks,
+    cell_values,
+    grid,
+    palette_b64,
+    position_labels,
+)
 from components.i18n import t
 from components.labels import token_labels
 from components.layout import axis, frame_layout, grid_layout, subplot_suffix
@@ -176,23 +183,19 @@ def _step_panel(
     units, n_steps = values.shape
     axis_labels = step_labels if steps_on_top else []
     return dict(
-        rows=units,
-        cols=n_steps,
-        z=floats_b64(values),
-        zmin=zmin,
-        zmax=zmax,
+        **cell_values(values, zmin, zmax),
         palette=palette_b64(scale),
         title=title,
         x=dict(
             title=t("chart.step") if steps_on_top else "",
-            ticks=[[i + 0.5, label] for i, label in enumerate(axis_labels)],
+            ticks=cell_ticks(axis_labels),
             side="top",
             angle=TOKEN_ANGLE,
             size=12,
         ),
         y=dict(
             title=t("chart.hidden_unit"),
-            ticks=[[u + 0.5, str(u)] for u in range(units)],
+            ticks=cell_ticks(range(units)),
             size=12,
         ),
         colorbar=dict(title=value_name, ticks=_colorbar_ticks(zmin, zmax)),
