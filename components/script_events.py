@@ -61,9 +61,10 @@ class _Batch:
 
 
 def _batch(session: AppSession) -> _Batch:
+    """The session's batch (called with _LOCK held)."""
     batch = session.__dict__.get(_BATCH)
     if batch is None:
-        batch = session.__dict__.setdefault(_BATCH, _Batch())
+        batch = session.__dict__[_BATCH] = _Batch()
     return batch
 
 
