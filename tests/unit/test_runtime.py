@@ -32,12 +32,12 @@ def test_math_thread_counts_are_set_unless_the_environment_says():
     assert environ == {"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "1"}
 
 
-# In a fresh process, as a server starts: the app's models loaded, one torch thread, then
-# the first tanh of each of several new threads (each rerun's thread), counting the
-# process's threads around it. Prints the largest growth.
+# In a fresh process (started without the two variables), as a server starts: the app's
+# models loaded, one torch thread, then the first tanh of each of several new threads
+# (each rerun's thread), counting the process's threads around it. Prints the largest
+# growth.
 _NEW_THREAD_PROBE = """
 import os, threading
-os.environ.pop("OMP_NUM_THREADS", None); os.environ.pop("MKL_NUM_THREADS", None)
 import models.transformer
 import torch
 from models.runtime import limit_threads
