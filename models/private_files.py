@@ -26,7 +26,8 @@ class UnsafeFolder(OSError):
 
 
 def private_folder(path: Path) -> Path:
-    """`path`, made (with its parents) or checked: a folder of ours, mode 0700."""
+    """`path`, made (with its parents) or checked: a folder of ours, mode 0700, in a folder
+    nobody else can swap it out of."""
     path = Path(path)
     try:
         info = os.lstat(path)
@@ -35,8 +36,19 @@ def private_folder(path: Path) -> Path:
         with contextlib.suppress(FileExistsError):  # made meanwhile: checked like any other
             os.mkdir(path, FOLDER_MODE)
         info = os.lstat(path)
+    _check_parent(path)
     _check_folder(path, info)
     return path
+
+
+def _check_parent(path: Path) -> None:
+    """Whoever may rename entries in the folder holding `path` can swap it for their own: that
+    folder must be ours or the system's, and if others may write to it, sticky (as /tmp is)."""
+    info = os.stat(path.parent)
+    if info.st_uid not in (os.getuid(), 0):
+        raise UnsafeFolder(f"{path.parent} belongs to user {info.st_uid}, not to this user")
+    if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+        raise UnsafeFolder(f"other users may rename what is in {path.parent}")
 
 
 def _check_folder(path: Path, info: os.stat_result) -> None:
