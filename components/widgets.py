@@ -24,6 +24,14 @@ from components.labels import markdown_literal
 from components.live_pause import read_pauses_without_pandas
 from components.projector import SCALE as PROJECTOR_SCALE
 from components.projector import for_projector
+from components.visitor_links import (  # noqa: F401  (the pages import them from here)
+    VISITOR_FROM_LINK,
+    VISITOR_KEY,
+    VISITOR_PARAM,
+    store_refusal_shown,
+    visitor_id,
+    visitor_link,
+)
 from models.inputs import (
     ACTIVE_WINDOW_S,
     Note,
@@ -853,47 +861,6 @@ def induction_roles_text(roles: dict, key: str) -> str:
         p_head=p_head,
         p_score=p_score,
     )
-
-
-VISITOR_PARAM = "visitor"
-VISITOR_KEY = "visitor_id"
-VISITOR_FROM_LINK = "_visitor_from_link"  # the key came from a link, not made here
-
-
-def visitor_id() -> str:
-    """This visitor's key to their trained models (32 random hex digits, the only key).
-
-    A session makes one; a link carrying `?visitor=<key>` (the training page gives each
-    visitor theirs) brings it back in another session or browser. The key is taken out
-    of the address bar once read, so a link copied from there for the class does not
-    hand everyone this visitor's models. A malformed key is refused with a note.
-    """
-    from models.visitor_store import new_visitor, parse_visitor
-
-    raws = st.query_params.get_all(VISITOR_PARAM)
-    if raws:
-        del st.query_params[VISITOR_PARAM]
-        key = parse_visitor(raws[-1])
-        if key is None:
-            st.warning(t("training.key.bad"), icon="⚠️")
-        else:
-            st.session_state[VISITOR_KEY] = key
-            st.session_state[VISITOR_FROM_LINK] = True
-    return st.session_state.setdefault(VISITOR_KEY, new_visitor())
-
-
-def visitor_link(page: str) -> str:
-    """A link to `page` that brings this visitor's models back (absolute when the browser
-    told us the address it uses)."""
-    from urllib.parse import urlencode
-
-    from components.i18n import DEFAULT_LANGUAGE, current_language
-
-    query = {VISITOR_PARAM: visitor_id()}
-    if current_language() != DEFAULT_LANGUAGE:
-        query["lang"] = current_language()
-    base = st.context.url
-    return f"{base or '/' + page}?{urlencode(query)}"
 
 
 @st.cache_resource(show_spinner=False)

@@ -3,16 +3,22 @@
 Never pickle, never `torch.load`: a pickle runs code when it is read. Reading checks, in
 order, and refuses with a message that says what is wrong:
 
-1. the JSON: our format and version, a model spec we can build;
+1. the JSON: at most MAX_CONFIG bytes, our format and version, a model spec whose every
+   size is a whole number within `SIZE_LIMITS` (models/task_models.py);
 2. the tensor file's header: a safetensors header (a renamed pickle or `torch.save` zip is
    named as such), and a file long enough for every tensor the header lists (truncated);
-3. the tensors against the model the JSON describes: the same names and the same shapes.
+3. the header against the model the JSON describes: the same names, shapes and types. The
+   expected ones come from the model built on torch's "meta" device, which holds shapes and
+   no numbers, so a description that does not match its tensors allocates nothing.
 
-Only then are the tensors copied into a freshly built model, which is returned frozen.
+Only then are the tensors read and copied into a freshly built model, returned frozen. Any
+other failure while reading is a CheckpointError too, with what went wrong.
+Files are never read through a symlink, and are written whole (a temporary file renamed).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 from dataclasses import dataclass
@@ -22,12 +28,16 @@ import torch
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
+from models.private_files import read_private, write_private
 from models.task_models import ModelSpec, SequenceModel
 
 FORMAT = "seqlens.checkpoint"
 VERSION = 1
 MAX_BYTES = 64 * 2**20  # far above any model the lab trains
 MAX_HEADER = 2**20
+MAX_CONFIG = 256 * 2**10  # a description is about 500 bytes; its task and metrics stay small
+# safetensors' names of the tensor types a SequenceModel holds
+_DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.int64: "I64"}
 
 
 class CheckpointError(ValueError):
@@ -55,9 +65,11 @@ def paths(stem: Path | str) -> tuple[Path, Path]:
     return stem.with_name(stem.name + ".safetensors"), stem.with_name(stem.name + ".json")
 
 
-def save(stem: Path | str, model: SequenceModel, **sections) -> tuple[Path, Path]:
-    """Write `<stem>.safetensors` and `<stem>.json`; `sections` (task, training, metrics…)
-    go into the JSON as they are."""
+def save(
+    stem: Path | str, model: SequenceModel, mode: int = 0o644, **sections
+) -> tuple[Path, Path]:
+    """Write `<stem>.safetensors` and `<stem>.json` (file mode `mode`: 0o600 for a visitor's
+    own); `sections` (task, training, metrics…) go into the JSON as they are."""
     tensor_path, config_path = paths(stem)
     tensors = {name: t.detach().contiguous().clone() for name, t in model.state_dict().items()}
     config = {
@@ -68,18 +80,23 @@ def save(stem: Path | str, model: SequenceModel, **sections) -> tuple[Path, Path
         **sections,
     }
     tensor_path.parent.mkdir(parents=True, exist_ok=True)
-    tensor_path.write_bytes(save_tensors(tensors))
-    config_path.write_text(json.dumps(config, indent=1, ensure_ascii=False) + "\n", "utf-8")
+    text = json.dumps(config, indent=1, ensure_ascii=False) + "\n"
+    write_private(tensor_path, save_tensors(tensors), mode)
+    write_private(config_path, text.encode("utf-8"), mode)
     return tensor_path, config_path
 
 
 def read_config(config_path: Path) -> dict:
     try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
+        config = json.loads(read_private(config_path, MAX_CONFIG).decode("utf-8"))
     except FileNotFoundError as error:
         raise CheckpointError(f"{config_path.name}: no such file") from error
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise CheckpointError(f"{config_path.name} is not a JSON file: {error}") from error
+    except RecursionError as error:
+        raise CheckpointError(f"{config_path.name} is nested too deeply") from error
+    except (OSError, ValueError) as error:  # a symlink, not a file, or too large
+        raise CheckpointError(f"{config_path.name} could not be read: {error}") from error
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise CheckpointError(f"{config_path.name} is not a SeqLens checkpoint description")
     if config.get("version") != VERSION:
@@ -130,52 +147,87 @@ def check_header(data: bytes, name: str) -> dict:
     return entries
 
 
-def check_tensors(
-    tensors: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], name: str
-) -> None:
-    """Refuse tensors whose names or shapes differ from the model the JSON describes."""
-    missing = sorted(set(expected) - set(tensors))
-    extra = sorted(set(tensors) - set(expected))
-    wrong = [
-        f"{k} {tuple(tensors[k].shape)} (expected {tuple(expected[k].shape)})"
-        for k in sorted(set(tensors) & set(expected))
-        if tensors[k].shape != expected[k].shape or tensors[k].dtype != expected[k].dtype
-    ]
+def expected_tensors(spec: ModelSpec) -> dict[str, tuple[tuple[int, ...], str]]:
+    """The name, shape and safetensors type of every tensor a model of `spec` holds."""
+    return dict(_expected_tensors(spec))
+
+
+@functools.lru_cache(maxsize=64)
+def _expected_tensors(spec: ModelSpec) -> tuple:
+    with torch.device("meta"):  # shapes without storage: nothing is allocated
+        state = SequenceModel(spec).state_dict()
+    return tuple(
+        (k, (tuple(v.shape), _DTYPES.get(v.dtype, str(v.dtype)))) for k, v in state.items()
+    )
+
+
+def check_tensors(entries: dict, expected: dict[str, tuple[tuple, str]], name: str) -> None:
+    """Refuse a header whose names, shapes or types differ from the model the JSON describes."""
+    missing = sorted(set(expected) - set(entries))
+    extra = sorted(set(entries) - set(expected))
+    wrong = []
+    for k in sorted(set(entries) & set(expected)):
+        entry = entries[k] if isinstance(entries[k], dict) else {}
+        shape, dtype = entry.get("shape"), entry.get("dtype")
+        if not isinstance(shape, list) or tuple(shape) != expected[k][0] or dtype != expected[k][1]:
+            wrong.append(f"{k} {_shown(shape)} (expected {expected[k][0]})")
     problems = []
     if missing:
         problems.append(f"missing tensors: {', '.join(missing[:5])}")
     if extra:
-        problems.append(f"tensors the model does not have: {', '.join(extra[:5])}")
+        problems.append(f"tensors the model does not have: {', '.join(map(_shown, extra[:5]))}")
     if wrong:
         problems.append(f"wrong shapes: {', '.join(wrong[:5])}")
     if problems:
         raise CheckpointError(f"{name} does not match its JSON description: {'; '.join(problems)}")
 
 
+def _shown(value) -> str:
+    """A value from a file, short enough for a message."""
+    text = str(tuple(value)) if isinstance(value, list) else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def load(stem: Path | str) -> Checkpoint:
     """The frozen model and its JSON; CheckpointError with a clear message otherwise."""
+    tensor_path, _ = paths(stem)
+    try:
+        return _load(stem)
+    except CheckpointError:
+        raise
+    except Exception as error:  # whatever a damaged file makes go wrong, it is one refusal
+        message = f"{type(error).__name__}: {str(error)[:200]}"
+        raise CheckpointError(f"{tensor_path.name} could not be read: {message}") from error
+
+
+def _load(stem: Path | str) -> Checkpoint:
     tensor_path, config_path = paths(stem)
     config = read_config(config_path)
     try:
         spec = ModelSpec.from_dict(config.get("model") or {})
-        seed = int(config.get("seed", 0))
+        seed = config.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+            raise ValueError(f"the seed must be a whole number, got {seed!r:.40}")
+        expected = expected_tensors(spec)
     except (TypeError, ValueError) as error:
         raise CheckpointError(
             f"{config_path.name} describes no model we can build: {error}"
         ) from error
     try:
-        size = tensor_path.stat().st_size
+        data = read_private(tensor_path, MAX_BYTES)
     except FileNotFoundError as error:
         raise CheckpointError(f"{tensor_path.name}: no such file") from error
-    if size > MAX_BYTES:
-        raise CheckpointError(f"{tensor_path.name} is larger than {MAX_BYTES // 2**20} MB")
-    data = tensor_path.read_bytes()
-    check_header(data, tensor_path.name)
+    except ValueError as error:
+        raise CheckpointError(
+            f"{tensor_path.name} is larger than {MAX_BYTES // 2**20} MB"
+        ) from error
+    except OSError as error:
+        raise CheckpointError(f"{tensor_path.name} could not be read: {error}") from error
+    check_tensors(check_header(data, tensor_path.name), expected, tensor_path.name)
     try:
         tensors = load_tensors(data)
     except Exception as error:  # safetensors raises its own error type
         raise CheckpointError(f"{tensor_path.name} could not be read: {error}") from error
     model = SequenceModel(spec, seed)
-    check_tensors(tensors, model.state_dict(), tensor_path.name)
     model.load_state_dict(tensors, strict=True)
     return Checkpoint(model.freeze(), config)

@@ -56,15 +56,47 @@ class ModelSpec:
 
     @classmethod
     def from_dict(cls, raw: dict) -> ModelSpec:
-        known = {f.name for f in fields(cls)}
-        unknown = set(raw) - known
+        """A spec from a description read from a file: every setting of the type it has here
+        and every size within SIZE_LIMITS, so a description cannot ask for a huge model."""
+        if not isinstance(raw, dict):
+            raise ValueError("a model description is a JSON object")
+        known = {f.name: f for f in fields(cls)}
+        unknown = set(raw) - set(known)
         if unknown:
-            raise ValueError(f"unknown model settings: {sorted(unknown)}")
+            raise ValueError(f"unknown model settings: {sorted(map(str, unknown))[:5]}")
+        for name, value in raw.items():
+            _check_setting(name, value)
         return cls(**raw)
 
     @property
     def is_recurrent(self) -> bool:
         return self.kind in CELLS
+
+
+# Far above what the lab trains (the largest ships n_in 418, d_model 64, 2 layers), far below
+# what would take a server's memory: a description past these is refused, not built.
+SIZE_LIMITS = {
+    "n_in": 8192,
+    "n_out": 8192,
+    "d_model": 512,
+    "n_layers": 8,
+    "n_heads": 16,
+    "n_ctx": 2048,
+}
+_TEXT_SETTINGS = ("kind", "positional")
+
+
+def _check_setting(name: str, value) -> None:
+    if name in SIZE_LIMITS:
+        # bool is an int in Python; a float such as 64.0 is not a size
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"{name} must be a whole number, got {value!r:.40}")
+        if not 1 <= value <= SIZE_LIMITS[name]:
+            raise ValueError(f"{name} must be between 1 and {SIZE_LIMITS[name]}, got {value}")
+    elif name in _TEXT_SETTINGS and not isinstance(value, str):
+        raise ValueError(f"{name} must be text, got {value!r:.40}")
+    elif name == "features" and not isinstance(value, bool):
+        raise ValueError(f"features must be true or false, got {value!r:.40}")
 
 
 def _normal(generator: torch.Generator, std: float, *shape: int) -> nn.Parameter:

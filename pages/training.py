@@ -26,6 +26,7 @@ from components.widgets import (
     sentence_or_stop,
     set_state,
     show_chart,
+    store_refusal_shown,
     visitor_id,
     visitor_link,
 )
@@ -108,6 +109,7 @@ if st.session_state.pop(START_REQUESTED, False) and kinds:
         st.error(t("training.queue_full"))
 if not kinds:
     col_models.info(t("training.pick_models"))
+store_refusal_shown(st.warning)
 
 
 def _curves(view: jobs.JobView, field: str) -> dict:
@@ -131,7 +133,7 @@ def _draw_run(view: jobs.JobView) -> None:
         )
     else:
         st.success(t(f"training.status.{view.status}", step=view.step, seconds=view.seconds))
-    if view.error:
+    if view.error and not store_refusal_shown(st.error):  # why saving failed, if it did
         st.error(t("training.failed"))
     loss, score = _curves(view, "loss"), _curves(view, "score")
     if not any(len(x) for x, _ in loss.values()):
@@ -221,15 +223,18 @@ st.caption(
         "training.mine.explain",
         count=len(mine),
         mb=store.max_bytes / 2**20,
+        total_mb=store.max_total / 2**20,
         hours=store.max_age / 3600,
     )
 )
 if not mine and st.session_state.get(VISITOR_FROM_LINK):
     st.info(t("training.key.empty", hours=store.max_age / 3600))
-# Folded away: a page on a projector must not show the class this visitor's key.
-with st.expander(t("training.key.title")):
-    st.caption(t("training.key.explain"))
-    st.code(visitor_link("training"), language=None)
+# A link only once there is something to bring back, so a session that trains nothing makes
+# none. Folded away: a page on a projector must not show the class this visitor's link.
+if mine and (link := visitor_link("training")):
+    with st.expander(t("training.key.title")):
+        st.caption(t("training.key.explain", hours=store.max_age / 3600))
+        st.code(link, language=None)
 
 # Measured: accuracy against lag on the copy task -------------------------------------------
 st.subheader(t("training.lag.title"))

@@ -147,6 +147,19 @@ def save_shipped(store, visitor: str, name: str, stamp: str = "", as_name: str =
     ).name
 
 
+def one_time_link(store, visitor: str) -> str:
+    """What `?visitor=` carries in a link the training page gives: a token for `visitor`'s
+    key that the first session to open it uses up."""
+    return store.mint_link(visitor)
+
+
+def link_token(code: str) -> str:
+    """The one-time token in a link the page shows."""
+    from urllib.parse import parse_qs, urlparse
+
+    return parse_qs(urlparse(code).query)["visitor"][0]
+
+
 def forget_visitor(store, visitor: str) -> None:
     """Delete every model saved for `visitor`."""
     for model in store.list(visitor):

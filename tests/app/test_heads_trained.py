@@ -13,6 +13,7 @@ from conftest import (
     grid_columns,
     grid_values,
     messages,
+    one_time_link,
     open_lesson,
     save_shipped,
     texts,
@@ -24,7 +25,6 @@ from models import trained_sources as ts
 from models.probes import circuit, head_scores
 from models.tasks import task_from_config
 from models.train import CHECKPOINT_DIR
-from models.visitor_store import new_visitor
 
 SENTENCE = "The cat sat on the mat."
 SECTIONS = {"all_heads", "one_head", "focus", "summary", "ablate_next", "rollout"}
@@ -132,10 +132,15 @@ def test_a_sentence_the_language_model_cannot_read_at_all_gets_a_message():
     assert any("knows none of the characters" in m for m in messages(at))
 
 
+def _link(key: str) -> str:
+    return one_time_link(load_visitor_store(), key)
+
+
 @pytest.fixture
 def saved_visitor():
     """A visitor key with an induction Transformer and a copy-task Transformer saved under it."""
-    store, key = load_visitor_store(), new_visitor()
+    store = load_visitor_store()
+    key = store.new_key()
     shipped = (ts.SHIPPED_INDUCTION, "copy-lag5-transformer")
     names = [save_shipped(store, key, name) for name in shipped]
     yield key, names
@@ -145,7 +150,9 @@ def saved_visitor():
 def test_a_visitors_own_models_are_offered_and_every_section_runs(saved_visitor):
     key, names = saved_visitor
     for name in names:
-        at = open_lesson("heads", SENTENCE, visitor=key, model=f"mine:{name}", ablate="L0 H1")
+        at = open_lesson(
+            "heads", SENTENCE, visitor=_link(key), model=f"mine:{name}", ablate="L0 H1"
+        )
         _no_failure(at)
         assert at.selectbox(key="model").value == f"mine:{name}"
         assert any(o.startswith(f"Your model {name}") for o in at.selectbox(key="model").options)
@@ -154,13 +161,14 @@ def test_a_visitors_own_models_are_offered_and_every_section_runs(saved_visitor)
 
 
 def test_two_visitors_models_of_the_same_name_are_never_confused():
-    store, first, second = load_visitor_store(), new_visitor(), new_visitor()
+    store = load_visitor_store()
+    first, second = store.new_key(), store.new_key()
     try:
         name = save_shipped(store, first, ts.SHIPPED_INDUCTION, "120000", as_name="mine")
         assert name == save_shipped(store, second, "copy-lag5-transformer", "120000", "mine")
         shown = ((first, "comes twice", True), (second, "repeat symbols 5 steps later", False))
         for visitor, task, induction_symbols in shown:
-            at = open_lesson("heads", SENTENCE, visitor=visitor, model=f"mine:{name}")
+            at = open_lesson("heads", SENTENCE, visitor=_link(visitor), model=f"mine:{name}")
             _no_failure(at)
             assert any(task in m for m in messages(at))
             # The heads drawn are this visitor's model's (induction symbols are t0 … t31).
@@ -188,7 +196,7 @@ def test_another_visitor_cannot_open_those_models_and_is_told_why(saved_visitor)
 
 def test_a_model_deleted_while_chosen_gives_a_note_not_a_traceback(saved_visitor):
     key, names = saved_visitor
-    at = open_lesson("heads", SENTENCE, visitor=key, model=f"mine:{names[1]}")
+    at = open_lesson("heads", SENTENCE, visitor=_link(key), model=f"mine:{names[1]}")
     _no_failure(at)
     assert at.selectbox(key="model").value == f"mine:{names[1]}"
     forget_visitor(load_visitor_store(), key)  # the age limit or the size cap, meanwhile
@@ -197,7 +205,7 @@ def test_a_model_deleted_while_chosen_gives_a_note_not_a_traceback(saved_visitor
 
 def test_a_checkpoint_gone_before_it_was_loaded_gives_a_note(saved_visitor):
     key, names = saved_visitor
-    at = open_lesson("heads", SENTENCE, visitor=key)
+    at = open_lesson("heads", SENTENCE, visitor=_link(key))
     _no_failure(at)
     store = load_visitor_store()
     stem = store.folder(key) / names[1]

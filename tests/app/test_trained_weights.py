@@ -12,7 +12,9 @@ from conftest import (
     every_chart,
     forget_visitor,
     heatmap_grid,
+    link_token,
     messages,
+    one_time_link,
     open_lesson,
     plotly_array,
     save_shipped,
@@ -27,7 +29,6 @@ from models.masks import KINDS, STEPS
 from models.probes import previous_occurrence
 from models.tasks import IGNORE, make_task
 from models.train import CHECKPOINT_DIR
-from models.visitor_store import new_visitor
 
 SENTENCE = "the cat sat on the mat"
 STEP_CHARTS = {f"mask_step_{step}" for step in STEPS}
@@ -196,34 +197,73 @@ def test_positional_lesson_shows_what_the_trained_model_does_with_position_alone
 @pytest.fixture
 def saved_visitor():
     """A visitor key with a Transformer and a copy run of four models saved under it."""
-    store, key = load_visitor_store(), new_visitor()
+    store = load_visitor_store()
+    key = store.new_key()
     names = [save_shipped(store, key, ts.SHIPPED_LM)]
     names += [save_shipped(store, key, f"copy-lag20-{kind}", "120000") for kind in ts.KINDS]
     yield key, names
     forget_visitor(store, key)
 
 
-def test_a_link_with_the_visitor_key_brings_the_models_back_in_a_new_session(saved_visitor):
+def _offered_links(at) -> list[str]:
+    return [code.value for code in at.code if "visitor=" in code.value]
+
+
+def test_a_one_time_link_brings_the_models_back_in_a_new_session(saved_visitor):
     key, names = saved_visitor
-    at = open_lesson("training", visitor=key)
+    token = one_time_link(load_visitor_store(), key)
+    at = open_lesson("training", visitor=token)
     _no_failure(at)
     assert at.session_state["visitor_id"] == key
     listed = at.dataframe[0].value.iloc[:, 0].tolist()
     assert sorted(listed) == sorted(names)
-    assert any(f"visitor={key}" in code.value for code in at.code)
     assert "visitor" not in at.query_params  # out of the address bar: not passed on by copying
+    # The page offers a fresh link: not the one used up, and never the key itself.
+    offered = _offered_links(at)
+    assert len(offered) == 1 and key not in offered[0]
+    fresh = link_token(offered[0])
+    assert fresh != token
+    at.run()
+    assert _offered_links(at) == offered  # one link a session, until it is used
 
-    at = open_lesson("masks", SENTENCE, visitor=key, mask_weights=names[0])
+    at = open_lesson("masks", SENTENCE, visitor=fresh, mask_weights=names[0])
     _no_failure(at)
     assert at.selectbox(key="mask_weights").value == names[0]
     assert any(m.startswith("Shown: a causal Transformer") for m in messages(at))
     assert chart_keys(at) >= STEP_CHARTS
 
     run = names[1].rsplit("-", 1)[0]
-    at = open_lesson("recurrent", SENTENCE, visitor=key, rc_weights=run)
+    token = one_time_link(load_visitor_store(), key)
+    at = open_lesson("recurrent", SENTENCE, visitor=token, rc_weights=run)
     _no_failure(at)
     assert at.selectbox(key="rc_weights").value == run
     assert any(m.startswith(f"Shown: Your run {run}") for m in messages(at))
+
+
+def test_a_link_opens_the_models_in_the_first_session_only(saved_visitor):
+    key, names = saved_visitor
+    token = one_time_link(load_visitor_store(), key)
+    first = open_lesson("training", visitor=token)
+    assert first.session_state["visitor_id"] == key
+    # The same link again, as from a browser's history: a note, and none of the models.
+    again = open_lesson("training", visitor=token)
+    _no_failure(again)
+    assert again.session_state["visitor_id"] != key
+    assert any(m.startswith("This link was used already") for m in messages(again))
+    assert not again.dataframe and not _offered_links(again)
+    again = open_lesson("masks", SENTENCE, visitor=token, mask_weights=names[0])
+    _no_failure(again)
+    assert any(m.startswith("This link was used already") for m in messages(again))
+    options = again.selectbox(key="mask_weights").options
+    assert not any(name in option for name in names for option in options)
+
+
+def test_a_made_up_key_in_a_link_opens_nothing():
+    made_up = "0123456789abcdef" * 2  # 32 hex digits, as a key looked before
+    at = open_lesson("training", visitor=made_up)
+    _no_failure(at)
+    assert at.session_state["visitor_id"] != made_up
+    assert any(m.startswith("This link opens no saved models") for m in messages(at))
 
 
 def test_without_the_key_another_visitor_cannot_reach_those_models(saved_visitor):
@@ -239,9 +279,9 @@ def test_without_the_key_another_visitor_cannot_reach_those_models(saved_visitor
 def test_a_bad_visitor_key_in_a_link_gives_a_note_not_a_crash(bad):
     at = open_lesson("training", visitor=bad)
     _no_failure(at)
-    assert any("visitor key is not valid" in m for m in messages(at))
+    assert any("This link opens no saved models" in m for m in messages(at))
     key = at.session_state["visitor_id"]
-    assert len(key) == 32 and key != bad
+    assert load_visitor_store().keys.check(key) and key != bad
     at = open_lesson("positional", SENTENCE, visitor=bad)
     _no_failure(at)
-    assert any("visitor key is not valid" in m for m in messages(at))
+    assert any("This link opens no saved models" in m for m in messages(at))

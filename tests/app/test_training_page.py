@@ -100,3 +100,16 @@ def test_the_induction_heads_are_named_with_the_scores_measured_from_the_shipped
     figure = chart(at, "tr_heads")
     for trace, name in zip(figure["data"], ("induction", "previous_token"), strict=True):
         np.testing.assert_allclose(plotly_array(trace["z"]), scores[name], atol=1e-6)
+
+
+def test_a_nearly_full_disk_is_named_in_the_visitor_s_language(monkeypatch):
+    from models import visitor_store
+
+    free = type("Usage", (), {"free": 100 * 2**20})()
+    monkeypatch.setattr(visitor_store.shutil, "disk_usage", lambda _: free)
+    at = open_lesson("training")
+    assert not at.exception
+    assert any("disk is nearly full (100 MB free" in m for m in messages(at))
+    at = open_lesson("training", lang="zh")
+    assert not at.exception
+    assert any("磁盘快满了（剩余 100 MB" in m for m in messages(at))

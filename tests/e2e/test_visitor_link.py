@@ -1,5 +1,6 @@
-"""A visitor's trained models in a real browser: the personal link brings them back, the key
-leaves the address bar at once, and a link copied from there reaches nobody's models."""
+"""A visitor's trained models in a real browser: the one-time link brings them back once, it
+leaves the address bar at once, and neither the link kept in a browser's history nor one
+copied from the address bar reaches anybody's models."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from models import checkpoints
 from models import trained_sources as ts
 from models.train import CHECKPOINT_DIR
-from models.visitor_store import VisitorStore, new_visitor
+from models.visitor_store import VisitorStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 
@@ -46,28 +47,42 @@ def _weights_offered(page) -> list[str]:
 @pytest.fixture
 def saved_model():
     """A Transformer saved under a fresh key, in the store the server reads."""
-    store, key = VisitorStore(), new_visitor()
+    store = VisitorStore()
+    key = store.new_key()
     lm = checkpoints.load(CHECKPOINT_DIR / ts.SHIPPED_LM)
     stem = store.save(key, "lm-transformer", lm.model, task=lm.task, metrics=lm.metrics)
-    yield key, stem.name
+    yield store, key, stem.name
     for model in store.list(key):
         store._delete(model.stem)
 
 
-def test_the_personal_link_brings_the_models_back_and_leaves_the_address_bar(
+def _open_in_a_new_browser(browser, url: str):
+    """`url` opened in a browser context of its own (no cookies or storage shared)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1600})
+    page = context.new_page()
+    page.goto(url)
+    _settle(page)
+    return context, page
+
+
+def test_the_one_time_link_brings_the_models_back_once_and_leaves_the_address_bar(
     browser, app_server, saved_model
 ):
-    key, name = saved_model
-    owner = browser.new_page()
-    owner.goto(f"{app_server}/masks?visitor={key}")
-    _settle(owner)
-    assert "visitor" not in owner.url  # a link copied from here hands nobody the key
+    store, key, name = saved_model
+    link = f"{app_server}/masks?visitor={store.mint_link(key)}"
+    owner_context, owner = _open_in_a_new_browser(browser, link)
+    assert "visitor" not in owner.url  # a link copied from here hands nobody anything
     assert f"Your model {name}" in _weights_offered(owner)
     copied = owner.url
-    owner.close()
+    owner_context.close()
 
-    classmate = browser.new_page()
-    classmate.goto(copied)
-    _settle(classmate)
+    # The link as a browser's history keeps it, opened by the next person at this computer.
+    later_context, later = _open_in_a_new_browser(browser, link)
+    notes = later.locator('[data-testid="stAlert"]').all_inner_texts()
+    assert any("This link was used already" in note for note in notes), notes
+    assert not any(name in option for option in _weights_offered(later))
+    later_context.close()
+
+    classmate_context, classmate = _open_in_a_new_browser(browser, copied)
     assert not any(name in option for option in _weights_offered(classmate))
-    classmate.close()
+    classmate_context.close()

@@ -132,3 +132,109 @@ def test_a_header_length_that_starts_like_a_pickle_still_reads():
             assert set(checkpoints.check_header(data, "f")) == {"x" * width}
             return
     raise AssertionError("no header length with a 0x80 low byte was tried")
+
+
+def _planted(tmp_path, **model) -> None:
+    """A small real checkpoint whose description then claims the model `model` says."""
+    _, _, config_path = _saved(tmp_path)
+    config = json.loads(config_path.read_text())
+    config["model"].update(model)
+    config_path.write_text(json.dumps(config))
+
+
+@pytest.fixture
+def forbid_real_models(monkeypatch):
+    """Call it, and from then on a SequenceModel may be built only on the meta device
+    (shapes without storage)."""
+    from models import task_models
+
+    real_init = task_models.SequenceModel.__init__
+
+    def only_on_meta(self, *args, **kwargs):
+        if torch.get_default_device().type != "meta":
+            raise AssertionError("a model was built before the tensors were checked")
+        real_init(self, *args, **kwargs)
+
+    return lambda: monkeypatch.setattr(task_models.SequenceModel, "__init__", only_on_meta)
+
+
+def test_a_planted_huge_description_is_refused_before_anything_is_built(
+    tmp_path, forbid_real_models
+):
+    # 200 layers of d_model 512 beside a 7.7 KB tensor file: ~2.5 GB of float32 if built.
+    _planted(tmp_path, kind="transformer", n_layers=200, d_model=512, n_heads=8, n_ctx=512)
+    forbid_real_models()
+    assert (tmp_path / "m.safetensors").stat().st_size < 10_000
+    with pytest.raises(CheckpointError, match="n_layers must be between 1 and 8"):
+        checkpoints.load(tmp_path / "m")
+
+
+def test_a_large_description_within_the_limits_is_checked_against_the_header_first(
+    tmp_path, forbid_real_models
+):
+    _planted(tmp_path, kind="transformer", n_layers=8, d_model=512, n_heads=8, n_ctx=2048)
+    forbid_real_models()
+    with pytest.raises(CheckpointError, match="does not match its JSON description"):
+        checkpoints.load(tmp_path / "m")
+
+
+@pytest.mark.parametrize(
+    "setting, value, message",
+    [
+        ("d_model", 8.0, "d_model must be a whole number"),
+        ("d_model", "8", "d_model must be a whole number"),
+        ("n_in", True, "n_in must be a whole number"),
+        ("n_layers", 0, "n_layers must be between 1"),
+        ("n_ctx", 10**30, "n_ctx must be between 1"),
+        ("kind", ["lstm"], "kind must be text"),
+        ("features", "no", "features must be true or false"),
+    ],
+)
+def test_a_description_s_settings_must_be_sizes_of_the_right_type(
+    tmp_path, setting, value, message
+):
+    _planted(tmp_path, **{setting: value})
+    with pytest.raises(CheckpointError, match=message):
+        checkpoints.load(tmp_path / "m")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda header: header["W_U"].update(shape=["x"]),
+        lambda header: header["W_U"].update(shape=[2**62, 2**62]),
+        lambda header: header["W_U"].update(dtype="F64"),
+        lambda header: header.update(W_U=[1, 2]),
+        lambda header: header["W_U"].update(data_offsets=["a", None]),
+    ],
+    ids=["text-shape", "huge-shape", "dtype", "entry-not-object", "offsets"],
+)
+def test_a_damaged_tensor_header_is_a_checkpoint_error(tmp_path, damage):
+    import struct
+
+    _, tensors, _ = _saved(tmp_path)
+    data = tensors.read_bytes()
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + size])
+    damage(header)
+    raw = json.dumps(header).encode()
+    tensors.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + size :])
+    with pytest.raises(CheckpointError):
+        checkpoints.load(tmp_path / "m")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 100_000,
+        '{"format": "seqlens.checkpoint", "version": 1, "model": [1, 2]}',
+        '{"format": "seqlens.checkpoint", "version": 1, "model": {"kind": "lstm"}, "seed": 1.5}',
+        '{"format": "seqlens.checkpoint", "version": 1, "pad": "' + "x" * 300_000 + '"}',
+    ],
+    ids=["deep", "model-not-object", "float-seed", "oversized"],
+)
+def test_a_malformed_description_is_a_checkpoint_error(tmp_path, text):
+    _, _, config_path = _saved(tmp_path)
+    config_path.write_text(text)
+    with pytest.raises(CheckpointError):
+        checkpoints.load(tmp_path / "m")
