@@ -143,8 +143,12 @@ class Session:
         port: int,
         rerun_timeout_s: float = RERUN_TIMEOUT_S,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        source: str | None = None,
     ):
         self.port = int(port)
+        # The loopback address the websocket leaves from (127.0.0.2 is another client to
+        # the server); None: the system's choice, 127.0.0.1.
+        self.source = source
         self.rerun_timeout_s = rerun_timeout_s
         # Why a wait was cut short, when not by the rerun timeout (e.g. a load's limit).
         self.cut_reason = ""
@@ -159,6 +163,7 @@ class Session:
         self.cache = MessageCache()
         self._app_error = _error_message()
         self.connected_at = 0.0
+        self.fragment_id = ""  # the fragment the page asked to rerun on a timer, if any
 
     async def __aenter__(self) -> Session:
         await self.connect()
@@ -186,6 +191,7 @@ class Session:
             max_size=None,
             open_timeout=self.connect_timeout_s,
             ping_interval=None,
+            local_addr=(self.source, 0) if self.source else None,
         )
         self.connected_at = time.monotonic()
 
@@ -318,7 +324,9 @@ class Session:
                     run.error = run.error or "script compile error"
                 run.latency_s = now - run.sent_at
                 return
-            if kind == "navigation":
+            if kind == "auto_rerun":
+                self.fragment_id = fwd.auto_rerun.fragment_id
+            elif kind == "navigation":
                 if fwd.navigation.page_script_hash:
                     self.page_script_hash = fwd.navigation.page_script_hash
             elif kind == "page_not_found":

@@ -874,10 +874,20 @@ def load_visitor_store():
 
 @st.cache_resource(show_spinner=False)
 def load_job_manager():
-    """One queue for the whole server: at most MAX_RUNNING training runs at once."""
+    """One queue for the whole server: at most MAX_RUNNING training runs at once. Its state
+    folder, where `python -m models.jobs clear` leaves its request, is the visitor store's."""
+    import logging
+
     from models.jobs import MAX_RUNNING, JobManager
 
     store = load_visitor_store()
+    # The operator's log shows every refused, dropped, stopped and cleared run.
+    log = logging.getLogger("seqlens.jobs")
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
 
     def save(job) -> None:
         import time
@@ -887,7 +897,7 @@ def load_job_manager():
         stamp = time.strftime("%H%M%S")  # one for the run: its models' names go together
         for kind, trainer in job.trainers.items():
             store.save(
-                job.owner,
+                job.requester.visitor,
                 f"{task.key()}-{kind}",
                 trainer.model,
                 stamp=stamp,
@@ -896,4 +906,4 @@ def load_job_manager():
                 metrics=job.results.get(kind, {}),
             )
 
-    return JobManager(max_running=MAX_RUNNING, on_finish=save)
+    return JobManager(max_running=MAX_RUNNING, on_finish=save, state_dir=store.root)

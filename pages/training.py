@@ -1,6 +1,8 @@
 """Lesson: train RNN, LSTM, GRU and Transformer side by side, and what training measured."""
 
 import json
+import math
+import secrets
 
 import numpy as np
 import streamlit as st
@@ -30,7 +32,7 @@ from components.widgets import (
     visitor_id,
     visitor_link,
 )
-from models import jobs
+from models import job_limits, jobs
 from models.probes import circuit
 from models.task_models import LABELS
 from models.tasks import TASKS, make_task
@@ -46,6 +48,8 @@ enter_lesson()
 
 MAX_STEPS = 1500
 JOB_KEY = "training_job"
+# The session a run belongs to: only it may replace or stop the run, whoever shares its key.
+SESSION_KEY = "_tr_session"
 START_REQUESTED, STOP_REQUESTED = "_tr_start_requested", "_tr_stop_requested"
 
 st.header(t("training.title"))
@@ -91,6 +95,7 @@ seed = linked_slider(col_run, t("training.controls.seed"), 0, 9, 0, key="tr_seed
 manager = load_job_manager()
 store = load_visitor_store()
 me = visitor_id()
+session = st.session_state.setdefault(SESSION_KEY, secrets.token_hex(16))
 # A click is kept as a request in the session until the page acts on it: the button's own
 # True lasts one run, which the frame may start again before the page draws (frame.py).
 col_models.button(
@@ -103,13 +108,32 @@ col_models.button(
 )
 if st.session_state.pop(START_REQUESTED, False) and kinds:
     request = jobs.RunRequest(task.config(), tuple(kinds), steps, seed)
+    ip = st.context.ip_address  # None from this machine; AppTest gives a stand-in object
+    requester = job_limits.Requester(session, ip if isinstance(ip, str) else None, me)
     try:
-        st.session_state[JOB_KEY] = manager.submit(me, request).id
+        st.session_state[JOB_KEY] = manager.submit(requester, request).id
     except jobs.QueueFull:
         st.error(t("training.queue_full"))
+    except job_limits.Refused as refused:
+        minutes = max(1, math.ceil((refused.retry_after_s or 0) / 60))
+        st.error(
+            t(f"training.refused.{refused.limit}", allowed=refused.allowed, minutes=minutes)
+            if refused.limit != job_limits.TOO_BIG
+            else t("training.refused.too_big", allowed=refused.allowed, cost=request.cost)
+        )
 if not kinds:
     col_models.info(t("training.pick_models"))
 store_refusal_shown(st.warning)
+limits = manager.limits
+st.caption(
+    t(
+        "training.limits",
+        per_client=limits.per_client,
+        budget=limits.steps_per_hour,
+        wait=limits.queued_timeout_s,
+        reconnect=limits.reconnect_s,
+    )
+)
 
 
 def _curves(view: jobs.JobView, field: str) -> dict:
@@ -135,6 +159,8 @@ def _draw_run(view: jobs.JobView) -> None:
         st.success(t(f"training.status.{view.status}", step=view.step, seconds=view.seconds))
     if view.error and not store_refusal_shown(st.error):  # why saving failed, if it did
         st.error(t("training.failed"))
+    if view.reason in (jobs.UNPOLLED, jobs.CLEARED):
+        st.caption(t(f"training.reason.{view.reason}"))
     loss, score = _curves(view, "loss"), _curves(view, "score")
     if not any(len(x) for x, _ in loss.values()):
         return
@@ -180,13 +206,13 @@ def _draw_run(view: jobs.JobView) -> None:
 
 
 job_id = st.session_state.get(JOB_KEY)
-first_view = manager.snapshot(job_id) if job_id else None
+first_view = manager.snapshot(job_id, session) if job_id else None
 live = first_view is not None and first_view.status not in jobs.FINISHED
 
 
 @st.fragment(run_every=1.0 if live else None)
 def run_panel() -> None:
-    view = manager.snapshot(job_id) if job_id else None
+    view = manager.snapshot(job_id, session) if job_id else None  # also the heartbeat
     if view is None:
         st.info(t("training.idle"))
         return
@@ -195,8 +221,8 @@ def run_panel() -> None:
             t("training.stop"), key="tr_stop", on_click=set_state, args=({STOP_REQUESTED: True},)
         )
     if st.session_state.pop(STOP_REQUESTED, False):
-        manager.stop(view.id)
-        view = manager.snapshot(view.id)
+        manager.stop(view.id, session)
+        view = manager.snapshot(view.id, session)
     _draw_run(view)
     if live and view.status in jobs.FINISHED:
         st.rerun()  # the whole page: stop polling, list the new models

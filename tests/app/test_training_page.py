@@ -6,9 +6,13 @@ import json
 import time
 
 import numpy as np
+import pytest
 from conftest import chart, messages, open_lesson, plotly_array
 
-from components.widgets import load_visitor_store
+from components.i18n import t
+from components.widgets import load_job_manager, load_visitor_store
+from models.job_limits import Refused, Requester
+from models.jobs import RunRequest
 from models.train import CHECKPOINT_DIR, COPY_LAG_FILE
 
 WAIT = 240  # seconds: the machine is shared; a 10-step run takes about one
@@ -56,6 +60,25 @@ def test_a_long_run_can_be_stopped():
     _run_until(at, _finished)
     stopped = [el.value for el in at.success if el.value.startswith("Stopped")]
     assert stopped and "1500 steps" not in stopped[0]
+
+
+def test_a_run_past_the_clients_limit_is_refused_with_why_in_the_visitors_language():
+    manager = load_job_manager()
+    held = []
+    try:
+        # Other sessions from this machine, the same client, fill its share of runs.
+        with pytest.raises(Refused):
+            for i in range(manager.limits.per_client + 1):
+                request = RunRequest({"name": "reverse"}, ("gru",), steps=1500)
+                held.append(manager.submit(Requester(f"other-{i}", None, "0" * 32), request))
+        at = open_lesson("training", lang="zh", tr_steps="10")
+        at.button(key="tr_start").click().run()
+        expected = t("training.refused.client_runs", "zh", allowed=manager.limits.per_client)
+        assert expected in [el.value for el in at.error], messages(at)
+        assert not at.exception
+    finally:
+        for job in held:
+            manager.stop(job.id, job.requester.session)
 
 
 def test_the_accuracy_by_lag_chart_shows_the_shipped_table():
