@@ -56,16 +56,30 @@ def _milliseconds(value: float) -> str:
     return t("home.table.ms", ms=number(value * 1000))
 
 
+def _reach(value: float, float64: float) -> str:
+    # A float32 0 is underflow where float64 still measures a gradient; 0 in both: no path.
+    if value != 0:
+        return number(value)
+    if float64 != 0:
+        return t("home.table.underflow", value=number(float64))
+    return t("home.table.cannot_depend")
+
+
+def _sees_later(value: float, float64: float) -> str:
+    if value > 0:
+        return t("home.table.yes", value=number(value))
+    if float64 > 0:
+        return t("home.table.yes_underflow", value=number(float64))
+    return t("home.table.no")
+
+
 def cells(measured) -> dict[str, str]:
     """The row of one architecture: column → text, every number from `measured`."""
     return {
         "depth": _growth(measured.depth, str),
         "seconds": _growth(measured.seconds, _milliseconds),
-        "reach": number(measured.reach),
-        "sees_later": t(
-            "home.table.yes" if measured.sees_later > 0 else "home.table.no",
-            value=number(measured.sees_later),
-        ),
+        "reach": _reach(measured.reach, measured.reach_float64),
+        "sees_later": _sees_later(measured.sees_later, measured.sees_later_float64),
         "memory": _growth(measured.memory, _size),
     }
 

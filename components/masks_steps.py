@@ -205,10 +205,13 @@ def _fully_masked(allowed: np.ndarray, language: str) -> str | None:
     empty_rows = masks.fully_masked_rows(allowed)
     if not empty_rows.size:
         return None
+    n_keys = allowed.shape[-1]
     return t(
         "masks.fully_masked",
         language=language,
         count=empty_rows.size,
         first=int(empty_rows[0]),
         last=int(empty_rows[-1]),
+        keys=n_keys,
+        uniform=float(masks.masked_row_softmax(n_keys, masks.LARGE_NEGATIVE).max()),
     )

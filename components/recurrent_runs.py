@@ -16,6 +16,7 @@ import streamlit as st
 from components.widgets import load_checkpoint, load_recurrent, load_transformer
 from models import gradient_flow as gf
 from models import trained_sources as ts
+from models.recurrent import largest_singular_value
 
 CELLS = {"RNN": "rnn", "LSTM": "lstm", "GRU": "gru"}
 CONSTRUCTED = "constructed"  # weights built from the controls; otherwise trained ones
@@ -24,6 +25,11 @@ CONSTRUCTED = "constructed"  # weights built from the controls; otherwise traine
 def checkpoint(folder: str, source: str, kind: str):
     """A trained model saved in `folder` (shipped, or one visitor's runs), shared and frozen."""
     return load_checkpoint(str(ts.stem(Path(folder), source, kind)))
+
+
+def trained_radius(folder: str, source: str) -> float:
+    """r of a trained RNN: its own W_hh's largest singular value."""
+    return largest_singular_value(checkpoint(folder, source, "rnn").model.core.W_hh)
 
 
 def _model(cell: str, d_in: int, s: dict, folder: str):

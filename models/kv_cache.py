@@ -108,17 +108,27 @@ def prefill(model: Transformer, ids: list[int]) -> Past:
     ]
 
 
+def pair_multiply_adds(cfg: TransformerConfig) -> int:
+    """Multiply-adds of one query meeting one key: Q·Kᵀ and weights·V, in every layer."""
+    return 2 * cfg.n_layers * cfg.n_heads * cfg.d_head
+
+
+def row_multiply_adds(cfg: TransformerConfig) -> int:
+    """Multiply-adds of running one position through every layer's other products: its Q, K
+    and V, W_O and the MLP."""
+    d, hd = cfg.d_model, cfg.n_heads * cfg.d_head
+    return cfg.n_layers * (3 * d * hd + hd * d + 2 * d * cfg.d_mlp)
+
+
 def multiply_adds(cfg: TransformerConfig, n_rows: int, n_keys: int) -> int:
     """Multiply-adds of one step that runs `n_rows` positions against `n_keys` keys and
-    turns one position into logits, counted from the shapes of its matrix products."""
-    d, hd = cfg.d_model, cfg.n_heads * cfg.d_head
-    per_layer = (
-        3 * n_rows * d * hd  # Q, K, V
-        + 2 * n_rows * n_keys * hd  # Q·Kᵀ and weights·V
-        + n_rows * hd * d  # W_O
-        + 2 * n_rows * d * cfg.d_mlp  # the MLP
+    turns one position into logits, counted from the shapes of its matrix products: a
+    cached step (1 row, n keys) is affine in n, recomputing (n rows, n keys) quadratic."""
+    return (
+        n_rows * row_multiply_adds(cfg)
+        + n_rows * n_keys * pair_multiply_adds(cfg)
+        + cfg.d_model * cfg.d_vocab
     )
-    return cfg.n_layers * per_layer + d * cfg.d_vocab
 
 
 @dataclass(frozen=True)

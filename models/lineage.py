@@ -18,6 +18,9 @@ The questions, each a function that measures (nothing here is a quoted number):
 - `first_token_reach`: how much of the last output's gradient reaches the first token,
   relative to the last token;
 - `sees_later_tokens`: whether the first output changes with the last input (gradient ≠ 0);
+  both gradients are measured in float32, as every lesson runs, and again in float64: a
+  float32 0 with a float64 value above 0 is underflow (the dependence is there, smaller than
+  float32's smallest number), a 0 in both is a model that cannot depend on that token;
 - `saved_bytes`: bytes autograd keeps for the backward pass (training memory).
 
 Models are built fresh from fixed seeds with frozen parameters; gradients go only to the
@@ -46,9 +49,9 @@ LENGTHS = (32, 128)
 Model = Callable[[torch.Tensor], torch.Tensor]
 
 
-def _window_model(d: int, seed: int) -> Model:
+def _window_model(d: int, seed: int, dtype: torch.dtype) -> Model:
     generator = torch.Generator().manual_seed(seed)
-    W = torch.randn(WINDOW * d, d, generator=generator) / math.sqrt(WINDOW * d)
+    W = (torch.randn(WINDOW * d, d, generator=generator) / math.sqrt(WINDOW * d)).to(dtype)
 
     def run(X: torch.Tensor) -> torch.Tensor:
         # Every window at once: position t reads X_{t−2}, X_{t−1}, X_t (zeros before the start).
@@ -60,6 +63,7 @@ def _window_model(d: int, seed: int) -> Model:
 
 
 def _recurrent_model(cell: str, d: int, seed: int) -> Model:
+    # The cell computes in its input's dtype: float64 inputs give a float64 pass.
     model = Recurrent(RecurrentConfig(cell=cell, num_inputs=d, num_hiddens=d), seed=seed)
     return lambda X: model(X)["H"]
 
@@ -75,26 +79,29 @@ def _rnn_attention_model(d: int, seed: int) -> Model:
     return run
 
 
-def _transformer_model(d: int, seed: int, causal: bool) -> Model:
-    model = Transformer(TransformerConfig(d_model=d, causal=causal), seed=seed)
+def _transformer_model(d: int, seed: int, causal: bool, dtype: torch.dtype) -> Model:
+    model = Transformer(TransformerConfig(d_model=d, causal=causal), seed=seed).to(dtype)
     return lambda X: transformer_from_embeddings(model, X)
 
 
-def build(architecture: str, d: int = WIDTH, seed: int = 0) -> Model:
-    """A frozen model of that kind: a function from `X [L, d]` to `Y [L, d]`."""
+def build(
+    architecture: str, d: int = WIDTH, seed: int = 0, dtype: torch.dtype = torch.float32
+) -> Model:
+    """A frozen model of that kind: a function from `X [L, d]` to `Y [L, d]`, computing in
+    `dtype` (float64: the same weights, each float32 value exactly, with a wider range)."""
     if architecture == "ngram":
-        return _window_model(d, seed)
+        return _window_model(d, seed, dtype)
     if architecture in ("rnn", "lstm"):
         return _recurrent_model(architecture, d, seed)
     if architecture == "rnn_attention":
         return _rnn_attention_model(d, seed)
     if architecture in ("encoder", "decoder"):
-        return _transformer_model(d, seed, causal=architecture == "decoder")
+        return _transformer_model(d, seed, architecture == "decoder", dtype)
     raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {architecture!r}")
 
 
-def _input(length: int, d: int) -> torch.Tensor:
-    return synthetic_inputs(length, d).requires_grad_(True)
+def _input(length: int, d: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return synthetic_inputs(length, d).to(dtype).requires_grad_(True)
 
 
 # --- the measurements --------------------------------------------------------------------
@@ -140,24 +147,30 @@ def forward_seconds(model: Model, length: int, d: int = WIDTH, repeats: int = 5)
     return min(times)
 
 
-def _input_gradient(model: Model, length: int, d: int, output_pos: int) -> torch.Tensor:
-    """∂(u · Y_pos)/∂X for a fixed random unit vector u: `[L, d]`."""
-    X = _input(length, d)
+def _input_gradient(
+    model: Model, length: int, d: int, output_pos: int, dtype: torch.dtype
+) -> torch.Tensor:
+    """∂(u · Y_pos)/∂X for a fixed random unit vector u: `[L, d]`, computed in `dtype`."""
+    X = _input(length, d, dtype)
     with torch.enable_grad():
-        (grad,) = torch.autograd.grad(model(X)[output_pos] @ readout(d), (X,))
+        (grad,) = torch.autograd.grad(model(X)[output_pos] @ readout(d).to(dtype), (X,))
     return grad
 
 
-def first_token_reach(model: Model, length: int, d: int = WIDTH) -> float:
+def first_token_reach(
+    model: Model, length: int, d: int = WIDTH, dtype: torch.dtype = torch.float32
+) -> float:
     """‖∂L/∂X_0‖ / ‖∂L/∂X_{L−1}‖ for L = u · Y_{L−1}: the share of the last output's gradient
-    that reaches the first token (0: it does not depend on it at all)."""
-    grad = _input_gradient(model, length, d, -1).double().norm(dim=1)
+    that reaches the first token. 0 in float32 may be underflow; see `measure`."""
+    grad = _input_gradient(model, length, d, -1, dtype).double().norm(dim=1)
     return float(grad[0] / grad[-1]) if grad[-1] > 0 else float("nan")
 
 
-def sees_later_tokens(model: Model, length: int, d: int = WIDTH) -> float:
+def sees_later_tokens(
+    model: Model, length: int, d: int = WIDTH, dtype: torch.dtype = torch.float32
+) -> float:
     """‖∂(u · Y_0)/∂X_{L−1}‖: above zero when the first output depends on the last input."""
-    return float(_input_gradient(model, length, d, 0)[-1].double().norm())
+    return float(_input_gradient(model, length, d, 0, dtype)[-1].double().norm())
 
 
 def saved_bytes(model: Model, length: int, d: int = WIDTH) -> int:
@@ -178,7 +191,9 @@ def saved_bytes(model: Model, length: int, d: int = WIDTH) -> int:
 
 @dataclass(frozen=True)
 class Measured:
-    """Every measurement of one architecture; tuples follow LENGTHS."""
+    """Every measurement of one architecture; tuples follow LENGTHS. `reach` and `sees_later`
+    are float32 measurements; the `_float64` ones are the same gradients in float64, which
+    tell a float32 underflow (0 in float32 only) from no dependence at all (0 in both)."""
 
     architecture: str
     depth: tuple[int, ...]
@@ -186,10 +201,13 @@ class Measured:
     reach: float
     sees_later: float
     memory: tuple[int, ...]
+    reach_float64: float
+    sees_later_float64: float
 
 
 def measure(architecture: str, lengths: tuple[int, ...] = LENGTHS, d: int = WIDTH) -> Measured:
     model = build(architecture, d)
+    wide = build(architecture, d, dtype=torch.float64)
     longest = max(lengths)
     return Measured(
         architecture=architecture,
@@ -198,6 +216,8 @@ def measure(architecture: str, lengths: tuple[int, ...] = LENGTHS, d: int = WIDT
         reach=first_token_reach(model, longest, d),
         sees_later=sees_later_tokens(model, longest, d),
         memory=tuple(saved_bytes(model, n, d) for n in lengths),
+        reach_float64=first_token_reach(wide, longest, d, torch.float64),
+        sees_later_float64=sees_later_tokens(wide, longest, d, torch.float64),
     )
 
 

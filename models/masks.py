@@ -2,7 +2,9 @@
 
 A mask is boolean `[query_pos, key_pos]`, True where the query may see the key (PyTorch's
 convention). Added to the scores it becomes 0 where True and −inf where False, so softmax
-gives those keys a weight of exactly 0 (exp(−inf) = 0 in floating point, not merely small).
+gives those keys a weight of exactly 0. A large finite negative number (−1e9) would too, in
+float32, wherever a row keeps a visible key; the two differ on a row with none: −inf makes
+it 0/0 = NaN (which the model replaces by zero weights), −1e9 a uniform row.
 
 Kinds:
 - none: every token sees every token (a BERT-style encoder);
@@ -115,6 +117,17 @@ def head_steps(cache: dict, name: str, head: int, x_query: np.ndarray) -> dict[s
         "hook_pattern": cache[f"{name}.hook_pattern"][head],
         "hook_z": cache[f"{name}.hook_z"][head],
     }
+
+
+# The finite stand-in for −∞ that attention code often adds instead.
+LARGE_NEGATIVE = -1e9
+
+
+def masked_row_softmax(n_keys: int, fill: float) -> np.ndarray:
+    """Softmax in float32 of a query row whose every key is masked with `fill`: what a fully
+    masked row would get without this module's rule of zero weights for it."""
+    row = torch.full((n_keys,), fill, dtype=torch.float32)
+    return torch.softmax(row, dim=0).numpy()
 
 
 def fully_masked_rows(allowed: np.ndarray) -> np.ndarray:

@@ -90,6 +90,11 @@ def hidden_matrix(generator: torch.Generator, n: int, init: str, radius: float) 
     return (radius * base).to(torch.float32)
 
 
+def largest_singular_value(matrix: torch.Tensor) -> float:
+    """‖matrix‖₂: the most it stretches any vector, from an exact SVD in float64."""
+    return float(torch.linalg.svdvals(matrix.detach().to(torch.float64))[0])
+
+
 def _frozen(value: torch.Tensor) -> nn.Parameter:
     return nn.Parameter(value, requires_grad=False)
 

@@ -32,7 +32,7 @@ from components.widgets import (
     trained_stem,
     visitor_id,
 )
-from models import cost, masks, scaling
+from models import cost, kv_cache, masks, scaling
 from models import trained_sources as ts
 from models.checkpoints import Checkpoint, CheckpointError
 from models.inputs import prepare_sentence, tokenization_notes
@@ -576,6 +576,9 @@ def kv_section(ids: list[int]) -> None:
             ratio=float(run.macs_full.sum() / run.macs_cached.sum()),
             time_ratio=float(seconds_full.sum() / seconds_cached.sum()),
             head=float(cfg.d_model * cfg.d_vocab / 1e6),
+            per_pair=kv_cache.pair_multiply_adds(cfg),
+            per_row=kv_cache.row_multiply_adds(cfg),
+            crossover=kv_cache.row_multiply_adds(cfg) // kv_cache.pair_multiply_adds(cfg),
         )
     )
 

@@ -323,22 +323,28 @@ st.caption(
     )
 )
 
-# 4. Theory: a linear orthogonal RNN, and the step Jacobians ---------------------------------
+# 4. Theory: r^k against the RNN, and the step Jacobians -------------------------------------
 st.subheader(t("recurrent.theory.title"))
-measured = runs.linear_orthogonal(
-    length=n_steps, tau=tau, num_hiddens=s["num_hiddens"], radius=s["radius"]
-)
-theory = gf.linear_orthogonal_theory(settings.radius, tau)
-with np.errstate(divide="ignore", invalid="ignore"):
-    relative = np.abs(measured[tau::-1] / theory[::-1] - 1)
-checked = min(tau, 100)
-finite_relative = relative[: checked + 1][np.isfinite(relative[: checked + 1])]
-worst = float(finite_relative.max()) if finite_relative.size else float("nan")
-theory_curves = {
-    t("recurrent.theory.measured"): (distance, measured[tau::-1]),
-    t("recurrent.theory.formula", r=settings.radius): (distance, theory[::-1]),
-    t("recurrent.theory.yours"): (distance, result["RNN"]["grad_H"][tau::-1]),
-}
+trained = s["weights"] != CONSTRUCTED
+# Trained weights set no r: it is their own W_hh's largest singular value, not the slider's.
+r = runs.trained_radius(_folder(s["weights"]), s["weights"]) if trained else settings.radius
+theory = gf.linear_orthogonal_theory(r, tau)
+formula = t("recurrent.theory.formula", r=r)
+rnn_line = t(f"recurrent.theory.{'trained' if trained else 'yours'}")
+rnn_grad = result["RNN"]["grad_H"][tau::-1]
+theory_curves = {formula: (distance, theory[::-1]), rnn_line: (distance, rnn_grad)}
+if not trained:
+    # The linear orthogonal RNN is built from the controls: it checks r^k, and only the
+    # constructed weights share its r (with trained ones it would be another network).
+    measured = runs.linear_orthogonal(
+        length=n_steps, tau=tau, num_hiddens=s["num_hiddens"], radius=s["radius"]
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.abs(measured[tau::-1] / theory[::-1] - 1)
+    checked = min(tau, 100)
+    finite_relative = relative[: checked + 1][np.isfinite(relative[: checked + 1])]
+    worst = float(finite_relative.max()) if finite_relative.size else float("nan")
+    theory_curves = {t("recurrent.theory.measured"): (distance, measured[tau::-1])} | theory_curves
 theory_col, jacobian_col = st.columns(2)
 with theory_col:
     show_chart(
@@ -347,12 +353,12 @@ with theory_col:
             title=t("recurrent.theory.figure"),
             x_title=t("recurrent.distance.axis"),
             y_title="‖∂L/∂H_t‖",
-            dashed=(t("recurrent.theory.formula", r=settings.radius),),
+            dashed=(formula,),
             widths={t("recurrent.theory.measured"): 6},
             colors={
                 t("recurrent.theory.measured"): SKY_BLUE,
-                t("recurrent.theory.formula", r=settings.radius): BLACK,
-                t("recurrent.theory.yours"): VERMILLION,
+                formula: BLACK,
+                rnn_line: VERMILLION,
             },
         ),
         key="rc_theory",
@@ -399,13 +405,9 @@ def _median(values: np.ndarray) -> float:
 
 
 st.caption(
-    t(
-        "recurrent.theory.explain",
-        r=settings.radius,
-        checked=checked,
-        worst=worst,
-        act=settings.activation,
-    )
+    t("recurrent.theory.trained_explain", r=r)
+    if trained
+    else t("recurrent.theory.explain", r=r, checked=checked, worst=worst, act=settings.activation)
 )
 if spectra_on:
     jacobian_text = t(
@@ -413,7 +415,7 @@ if spectra_on:
         rnn=_median(spectra["RNN"][1]),
         lstm=_median(spectra["LSTM"][1]),
         gru=_median(spectra["GRU"][1]),
-        r=settings.radius,
+        r=r,
     )
     sampled = {name: len(steps) for name, (steps, _) in spectra.items() if len(steps) < n_steps}
     if sampled:

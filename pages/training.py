@@ -357,11 +357,19 @@ with ppl_col:
         summary=t("training.ppl.summary", best=labels[best], value=values[best]),
         data={"model": labels, "perplexity": values},
     )
+neural = baseline["neural_perplexity"]
+best_order = int(np.argmin(baseline["ngram_perplexity"]))
 st.caption(
     t(
         "training.ngram.explain",
         train=baseline["train_chars"],
         held=baseline["held_out_chars"],
+        best_n=int(orders[best_order]),
+        best_ngram=baseline["ngram_perplexity"][best_order],
+        best_neural=LABELS[min(neural, key=neural.get)],
+        best_neural_ppl=min(neural.values()),
+        worst_neural=LABELS[max(neural, key=neural.get)],
+        worst_neural_ppl=max(neural.values()),
     )
 )
 

@@ -31,6 +31,8 @@ def fake(architecture: str, seed: int) -> Measured:
         reach=0.000123 * (seed + 1),
         sees_later=float(seed % 2),
         memory=tuple(3_000_000 * (seed + 1) + i for i in range(len(LENGTHS))),
+        reach_float64=0.000123 * (seed + 1),
+        sees_later_float64=float(seed % 2),
     )
 
 

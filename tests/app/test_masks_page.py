@@ -143,6 +143,14 @@ def test_padding_draws_the_batch_and_says_the_pad_rows_see_nothing():
     assert (z[3:] == 0).all() and (np.abs(z[:3]) > 0).any()
 
 
+def test_the_pad_rows_note_says_what_minus_1e9_would_give_them_a_uniform_row():
+    at = open_lesson("masks", SENTENCE, mask_weights=RANDOM, mask_kind="padding", second=SECOND)
+    _no_failure(at)
+    note = next(m for m in messages(at) if "may look at nothing" in m)
+    keys = 10  # the batch is padded to the longer sentence's 10 tokens
+    assert f"puts {1 / keys:.4g} (1/{keys}) on each of its {keys} keys" in note, note
+
+
 def test_cross_attention_queries_the_sentence_and_keys_the_second_one():
     at = open_lesson("masks", SENTENCE, mask_weights=RANDOM, mask_kind="cross", second=SECOND)
     _no_failure(at)
@@ -161,6 +169,16 @@ def test_the_leakage_chart_shows_exact_zeros_before_the_edit_only_with_the_causa
     assert (none_y[:6] > 1e-3).all()
     assert causal_y[6] > 0
     assert "the · cat · sat · on · the · mat · elephant · it · was · warm" in texts(at)
+
+
+def test_the_leakage_caption_says_what_bert_was_trained_for_not_that_it_cannot_write():
+    at = open_lesson("masks", SENTENCE, leak_pos="6")
+    _no_failure(at)
+    causal = _values(chart(at, "mask_leakage")["data"][0]["y"])
+    caption = next(c for c in at.caption.values if "bit for bit the same" in c)
+    assert f"{int((causal[:6] == 0).sum())} of 6 are bit for bit the same" in caption
+    assert "cannot generate" not in caption
+    assert "was not trained to write left to right" in caption
 
 
 def test_an_empty_second_sentence_asks_for_one_and_the_rest_still_draws():
@@ -209,6 +227,24 @@ def test_the_labs_show_measured_numbers_that_match_their_claims():
     memory = chart(at, "cost_memory")["data"]
     lengths, attention = _values(memory[0]["x"]), _values(memory[0]["y"])
     np.testing.assert_allclose(attention[1:] / attention[:-1], (lengths[1:] / lengths[:-1]) ** 2)
+
+
+def test_the_kv_caption_says_how_each_ways_multiply_adds_grow_as_the_chart_draws_them():
+    at = open_lesson("masks", SENTENCE, kv_context="40", kv_new="8", mask_part="kv")
+    _no_failure(at)
+    with_cache, without = (_values(tr["y"]) * 1e6 for tr in chart(at, "kv_macs")["data"])
+    # Cached: affine in the length, the same increase every step (one more key to meet).
+    growth = np.diff(with_cache)
+    per_pair = round(float(growth[0]))
+    assert per_pair > 0
+    np.testing.assert_allclose(growth, per_pair, atol=1e-3)
+    # Recomputing: quadratic, the n × n pairs give constant second differences of 2·per_pair.
+    np.testing.assert_allclose(np.diff(without, 2), 2 * per_pair, atol=1e-3)
+    caption = next(c for c in at.caption.values if "Why it works" in c)
+    assert "nearly flat" not in caption
+    assert f"a constant plus {per_pair:,}·n:" in caption and f"{per_pair:,}·n²" in caption
+    per_row = round(float(np.diff(without)[0] - (2 * 40 + 1) * per_pair))
+    assert f"{per_row:,}·n +" in caption and f"past n = {per_row // per_pair}" in caption
 
 
 @pytest.mark.parametrize("part", sorted(PART_CHARTS))

@@ -20,6 +20,7 @@ from conftest import (
     save_shipped,
     texts,
 )
+from safetensors.numpy import load_file
 
 from components.widgets import load_visitor_store
 from models import checkpoints
@@ -76,6 +77,29 @@ def test_recurrent_lesson_opens_on_the_shipped_copy_models_and_says_so():
     flow = gf.recurrent_gradient_flow(lstm.core, ts.inputs_for(lstm, ids), len(ids) - 1)
     latched = int((flow["F"][task["length"] : task["lag"]] > 0.9).all(axis=0).sum())
     assert latched > 0 and f"{latched} of its {flow['F'].shape[1]} units" in gates
+
+
+def test_the_trained_view_takes_r_from_the_trained_w_hh_not_from_the_disabled_slider():
+    # The slider says r = 0.5; the trained weights must ignore it.
+    at = open_lesson("recurrent", SENTENCE)
+    at.session_state["rc_radius"] = 0.5
+    at.run()
+    _no_failure(at)
+    tensors = load_file(str(CHECKPOINT_DIR / "copy-lag20-rnn.safetensors"))
+    r = float(np.linalg.svd(tensors["core.W_hh"].astype(np.float64), compute_uv=False)[0])
+    jacobian = next(c for c in at.caption.values if "activation's largest slope" in c)
+    assert f"times r = {r:.2f}." in jacobian, jacobian
+    theory = [c for c in at.caption.values if "largest singular value of the trained" in c]
+    assert len(theory) == 1 and f"r = {r:.2f} is" in theory[0], theory
+    lines = {line["name"]: line for line in chart(at, "rc_theory")["data"]}
+    assert set(lines) == {f"r^k with r = {r:.2f}", "trained RNN (measured)"}  # no linear RNN
+    formula = lines[f"r^k with r = {r:.2f}"]
+    assert formula["line"]["dash"] == "dash"
+    k = plotly_array(formula["x"])
+    np.testing.assert_allclose(plotly_array(formula["y"]), r**k, rtol=1e-9)
+    # An upper bound: every activation's slope is at most 1 (float32 rounding aside).
+    trained = plotly_array(lines["trained RNN (measured)"]["y"])
+    assert (trained <= r**k * (1 + 1e-6)).all()
 
 
 def test_an_old_recurrent_link_with_construction_settings_keeps_its_constructed_weights():

@@ -94,6 +94,27 @@ def test_the_accuracy_by_lag_chart_shows_the_shipped_table():
         assert chart(at, key)["data"]
 
 
+def test_the_baseline_and_lag_captions_quote_the_shipped_tables():
+    at = open_lesson("training")
+    captions = " ".join(el.value for el in at.caption)
+    lags = json.loads((CHECKPOINT_DIR / COPY_LAG_FILE).read_text())["accuracy"]
+    assert (
+        f"At lag 20 the plain RNN scores {lags['rnn']['20']:.0%}, "
+        f"the LSTM {lags['lstm']['20']:.0%} and the Transformer {lags['transformer']['20']:.0%}."
+    ) in captions
+    baseline = json.loads((CHECKPOINT_DIR / "lm_baseline.json").read_text())
+    ngram = baseline["ngram_perplexity"]
+    best = int(np.argmin(ngram))
+    assert ngram[best + 1] > ngram[best]  # "rises for longer n-grams"
+    assert f"lowest at n = {baseline['orders'][best]} ({ngram[best]:.1f})" in captions
+    names = {"rnn": "RNN", "lstm": "LSTM", "gru": "GRU", "transformer": "Transformer"}
+    neural = baseline["neural_perplexity"]
+    low, high = min(neural, key=neural.get), max(neural, key=neural.get)
+    shown = f"from {neural[low]:.1f} ({names[low]}) to {neural[high]:.1f} ({names[high]})"
+    assert shown in captions
+    assert "overfit" not in captions  # never measured here
+
+
 def test_the_page_speaks_chinese():
     at = open_lesson("training", lang="zh")
     assert not at.exception

@@ -115,3 +115,47 @@ def test_measure_fills_every_field_for_each_length():
     assert m.architecture == "decoder"
     assert len(m.depth) == len(m.seconds) == len(m.memory) == 2
     assert m.sees_later == 0.0 and m.reach > 0
+
+
+# --- what a zero in the table means -------------------------------------------------------
+
+
+def _cell(measured, column: str) -> str:
+    from components.i18n import using_language
+    from components.lineage import cells
+
+    with using_language("en"):
+        return cells(measured)[column]
+
+
+def test_the_rnn_reach_cell_names_float32_underflow_not_independence():
+    measured = lg.measure("rnn")
+    cell = _cell(measured, "reach")
+    assert "below float32's smallest number" in cell and "cannot depend" not in cell, cell
+    # The dependence is there: float64 measures it, below what float32 can hold.
+    assert measured.reach == 0.0
+    assert 0 < measured.reach_float64 < np.finfo(np.float32).smallest_subnormal
+    assert f"{measured.reach_float64:.3g}" in cell
+
+
+def _changes(architecture: str, changed: int, read: int) -> bool:
+    """Whether output `read` changes at all when input `changed` is replaced by another."""
+    model = lg.build(architecture)
+    X = lg.synthetic_inputs(max(lg.LENGTHS), lg.WIDTH)
+    other = X.clone()
+    other[changed] = -100 * X[changed] + 7
+    with torch.no_grad():
+        return not torch.equal(model(X)[read], model(other)[read])
+
+
+def test_cannot_depend_is_said_only_where_the_output_cannot_change_with_that_token():
+    ngram, decoder = lg.measure("ngram"), lg.measure("decoder")
+    # The n-gram's last output reads only the last three tokens; the causal decoder's first
+    # output reads only the first: no value of the other token can change them.
+    assert not _changes("ngram", changed=0, read=-1)
+    assert not _changes("decoder", changed=-1, read=0)
+    assert _cell(ngram, "reach") == "0 (cannot depend)"
+    assert _cell(decoder, "sees_later") == "no: 0 (cannot depend)"
+    assert (
+        _changes("decoder", changed=0, read=-1) and _cell(decoder, "reach") != "0 (cannot depend)"
+    )

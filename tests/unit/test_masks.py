@@ -216,3 +216,22 @@ def test_a_trained_model_s_reading_made_once_per_task_is_what_reading_it_again_g
     lm = make_task("lm").config()
     for text in ("the cat", "a dog ran 😀"):
         assert trained_read(lm, text, 40) == ts.read(lm, text, 40)
+
+
+# --- why −∞ and not −1e9 ---------------------------------------------------------------------
+
+
+def test_minus_1e9_masks_a_key_exactly_as_minus_infinity_while_its_row_keeps_a_visible_key():
+    assert torch.exp(torch.tensor(masks.LARGE_NEGATIVE, dtype=torch.float32)) == 0
+    scores = torch.randn(6, 6, generator=torch.Generator().manual_seed(0)) * 4
+    allowed = torch.from_numpy(masks.allowed_mask("causal", 6))
+    with_inf = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+    with_large = torch.softmax(scores.masked_fill(~allowed, masks.LARGE_NEGATIVE), dim=-1)
+    assert torch.equal(with_inf, with_large)
+
+
+def test_a_fully_masked_row_is_uniform_with_minus_1e9_and_nan_with_minus_infinity():
+    np.testing.assert_array_equal(
+        masks.masked_row_softmax(7, masks.LARGE_NEGATIVE), np.full(7, 1 / 7, np.float32)
+    )
+    assert np.isnan(masks.masked_row_softmax(7, float("-inf"))).all()
