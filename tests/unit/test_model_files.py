@@ -1,0 +1,115 @@
+"""The model catalogue survives any file: damaged operator folders are listed as refused
+with a reason, and the other models are still offered."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from models.catalog import Settings, list_models
+from models.tiny import KINDS
+
+LANGUAGES = ("en", "zh")
+
+
+def _messages(language: str) -> dict:
+    root = Path(__file__).resolve().parents[2] / "assets" / "i18n" / language
+    return json.loads((root / "heads.json").read_text(encoding="utf-8"))
+
+
+def _safetensors(header_text: str, data: bytes = b"") -> bytes:
+    raw = header_text.encode()
+    return struct.pack("<Q", len(raw)) + raw + data
+
+
+def _folder_beside(tiny_models_dir, root, name: str, weights: bytes | None = None):
+    """A copy of tiny-gpt2's config and tokenizer, with `weights` as its safetensors."""
+    folder = root / name
+    folder.mkdir()
+    for file in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tiny_models_dir / "tiny-gpt2" / file, folder)
+    if weights is not None:
+        (folder / "model.safetensors").write_bytes(weights)
+    return folder
+
+
+DEEP = "[" * 200_000 + "]" * 200_000
+DAMAGED_WEIGHTS = {
+    "shape_not_numbers": '{"w": {"dtype": "F32", "shape": ["x"], "data_offsets": [0, 4]}}',
+    "shape_negative": '{"w": {"dtype": "F32", "shape": [-1, 4], "data_offsets": [0, 4]}}',
+    "shape_not_a_list": '{"w": {"dtype": "F32", "shape": 7, "data_offsets": [0, 4]}}',
+    "dtype_unknown": '{"w": {"dtype": "Q9", "shape": [1], "data_offsets": [0, 4]}}',
+    "entry_not_a_dict": '{"w": [1, 2, 3]}',
+    "entry_a_number": '{"w": 5}',
+    "header_a_list": "[1, 2]",
+    "deep_nesting": '{"w": ' + DEEP + "}",
+    "offsets_past_the_end": '{"w": {"dtype": "F32", "shape": [1000], "data_offsets": [0, 4000]}}',
+}
+
+
+@pytest.fixture
+def damaged_root(tiny_models_dir, tmp_path):
+    root = tmp_path / "models"
+    root.mkdir()
+    shutil.copytree(tiny_models_dir / "tiny-gpt2", root / "good-gpt2")
+    for name, header in DAMAGED_WEIGHTS.items():
+        _folder_beside(tiny_models_dir, root, name, _safetensors(header, b"\0" * 4))
+    garbage = bytes(range(256)) * 64
+    _folder_beside(tiny_models_dir, root, "weights_garbage", garbage)
+    _folder_beside(tiny_models_dir, root, "weights_small_garbage", struct.pack("<Q", 64) + garbage)
+    listed = _folder_beside(tiny_models_dir, root, "config_a_list", b"")
+    shutil.copy(tiny_models_dir / "tiny-gpt2" / "model.safetensors", listed)
+    (listed / "config.json").write_text("[1, 2, 3]")
+    deep = _folder_beside(tiny_models_dir, root, "config_deep", b"")
+    shutil.copy(tiny_models_dir / "tiny-gpt2" / "model.safetensors", deep)
+    (deep / "config.json").write_text('{"model_type": "gpt2", "x": ' + DEEP + "}")
+    binary = _folder_beside(tiny_models_dir, root, "config_binary", b"")
+    shutil.copy(tiny_models_dir / "tiny-gpt2" / "model.safetensors", binary)
+    (binary / "config.json").write_bytes(garbage)
+    return root
+
+
+def test_every_damaged_folder_is_listed_as_refused_with_a_reason_and_the_good_one_offered(
+    damaged_root,
+):
+    choices = {c.name: c for c in list_models(Settings(models_dir=damaged_root, use_cache=False))}
+    assert choices["all-MiniLM-L6-v2"].offered
+    assert choices["good-gpt2"].offered and choices["good-gpt2"].model_type == "gpt2"
+    damaged = [name for name in choices if name not in ("all-MiniLM-L6-v2", "good-gpt2")]
+    assert len(damaged) == len(DAMAGED_WEIGHTS) + 5
+    for name in damaged:
+        assert not choices[name].offered, name
+        for language in LANGUAGES:
+            assert f"heads.refused.{choices[name].refused}" in _messages(language), name
+    assert {choices[name].refused for name in DAMAGED_WEIGHTS} == {"bad_weights"}
+    assert choices["config_a_list"].refused == "bad_config"
+    assert choices["config_deep"].refused == "bad_config"
+
+
+def test_an_unforeseen_error_reading_a_folder_refuses_that_folder_alone_and_is_logged(
+    tiny_models_dir, monkeypatch, caplog
+):
+    import models.catalog as catalog
+
+    real = catalog.check_folder
+
+    def breaks_on_llama(folder, max_params):
+        if folder.name == "tiny-llama":
+            raise KeyError("a case nobody foresaw")
+        return real(folder, max_params)
+
+    monkeypatch.setattr(catalog, "check_folder", breaks_on_llama)
+    with caplog.at_level(logging.WARNING, logger="models.catalog"):
+        choices = {
+            c.name: c for c in list_models(Settings(models_dir=tiny_models_dir, use_cache=False))
+        }
+    assert choices["tiny-llama"].refused == "damaged"
+    assert choices["tiny-llama"].refused_params == {"error": "KeyError"}
+    assert all(choices[f"tiny-{kind}"].offered for kind in KINDS if kind != "llama")
+    logged = [r for r in caplog.records if "tiny-llama" in r.getMessage()]
+    assert logged and logged[0].exc_info is not None
