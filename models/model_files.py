@@ -39,6 +39,10 @@ DTYPE_BYTES = {
 }  # fmt: skip
 # Real tensors have at most 5 dimensions; the bound keeps a planted shape's product small.
 MAX_RANK = 16
+# A weights file whose config's estimate and header's count differ by more than this
+# factor is not the model the config describes (heads, tied embeddings and buffers move
+# real models by a few percent at most).
+MISMATCH_RATIO = 2.0
 
 
 class ModelRefused(Exception):
@@ -157,7 +161,8 @@ def count_parameters(folder: Path) -> int:
 
 def check_folder(folder: Path, max_params: int | None) -> FolderInfo:
     """Raise ModelRefused unless `folder` holds a model of a known architecture, with
-    safetensors weights, no remote code, and at most `max_params` parameters."""
+    safetensors weights, no remote code, and at most `max_params` parameters, counted
+    both from its config (models/config_size.py) and from its weights, which agree."""
     folder = Path(folder)
     config = read_config(folder)
     if "auto_map" in config:
@@ -170,7 +175,14 @@ def check_folder(folder: Path, max_params: int | None) -> FolderInfo:
         if pickles:
             raise ModelRefused("pickle_only", files=", ".join(pickles[:3]))
         raise ModelRefused("no_weights")
+    from models.config_size import config_parameters
+
+    claimed = config_parameters(config)
+    if max_params is not None and claimed > max_params:
+        raise ModelRefused("too_large", n_params=claimed, limit=max_params)
     n_params = count_parameters(folder)
     if max_params is not None and n_params > max_params:
         raise ModelRefused("too_large", n_params=n_params, limit=max_params)
+    if not n_params or max(claimed, n_params) > MISMATCH_RATIO * min(claimed, n_params):
+        raise ModelRefused("config_mismatch", config_params=claimed, n_params=n_params)
     return FolderInfo(model_type, n_params)

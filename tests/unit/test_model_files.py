@@ -1,5 +1,5 @@
 """The model catalogue survives any file: damaged operator folders are listed as refused
-with a reason, and the other models are still offered."""
+with a reason, and a config.json is held to the weights it sits beside."""
 
 from __future__ import annotations
 
@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
+import models.hf_models as hf_models
 from models.catalog import Settings, list_models
+from models.config_size import config_parameters
+from models.hf_models import AttentionModel
+from models.model_files import ModelRefused, check_folder, count_parameters
+from models.pretrained import default_model_path
 from models.tiny import KINDS
 
 LANGUAGES = ("en", "zh")
@@ -113,3 +118,83 @@ def test_an_unforeseen_error_reading_a_folder_refuses_that_folder_alone_and_is_l
     assert all(choices[f"tiny-{kind}"].offered for kind in KINDS if kind != "llama")
     logged = [r for r in caplog.records if "tiny-llama" in r.getMessage()]
     assert logged and logged[0].exc_info is not None
+
+
+# --- the size a config claims ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_configs_parameter_estimate_matches_the_weights_header(tiny_models_dir, kind):
+    folder = tiny_models_dir / f"tiny-{kind}"
+    config = json.loads((folder / "config.json").read_text())
+    assert config_parameters(config) == count_parameters(folder)
+
+
+def test_the_configs_parameter_estimate_matches_the_shipped_minilm():
+    folder = default_model_path()
+    config = json.loads((folder / "config.json").read_text())
+    # The header also counts the stored position_ids buffer, one number per position.
+    assert count_parameters(folder) - config_parameters(config) == 512
+    assert config["max_position_embeddings"] == 512
+
+
+def _config_beside_tiny_weights(tiny_models_dir, tmp_path, **changes):
+    folder = _folder_beside(tiny_models_dir, tmp_path, "claims", None)
+    shutil.copy(tiny_models_dir / "tiny-gpt2" / "model.safetensors", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(changes)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("n_layer", "code"), [(10_000, "bad_config_value"), (200, "config_mismatch")]
+)
+def test_a_config_claiming_far_more_layers_than_its_weights_is_refused_before_anything_is_built(
+    tiny_models_dir, tmp_path, monkeypatch, n_layer, code
+):
+    folder = _config_beside_tiny_weights(tiny_models_dir, tmp_path, n_layer=n_layer)
+    built = []
+    monkeypatch.setattr(hf_models, "_transformers", lambda *a, **k: built.append(1))
+    with pytest.raises(ModelRefused) as refused:
+        check_folder(folder, None)
+    assert refused.value.code == code
+    with pytest.raises(ModelRefused, match=code):
+        AttentionModel(folder)
+    assert built == []
+    [choice] = list_models(Settings(models_dir=tmp_path, use_cache=False))[1:]
+    assert choice.refused == code and not choice.offered
+
+
+def test_a_config_that_does_not_describe_its_weights_says_both_counts(tiny_models_dir, tmp_path):
+    folder = _config_beside_tiny_weights(tiny_models_dir, tmp_path, n_layer=200)
+    with pytest.raises(ModelRefused) as refused:
+        check_folder(folder, None)
+    assert refused.value.params["n_params"] == count_parameters(folder)
+    assert refused.value.params["config_params"] > 50 * count_parameters(folder)
+
+
+def test_a_config_over_the_limit_is_refused_by_its_own_estimate(tiny_models_dir, tmp_path):
+    folder = _config_beside_tiny_weights(tiny_models_dir, tmp_path, n_layer=3)
+    estimate = config_parameters(json.loads((folder / "config.json").read_text()))
+    assert count_parameters(folder) < estimate
+    with pytest.raises(ModelRefused) as refused:
+        check_folder(folder, estimate - 1)
+    assert refused.value.code == "too_large" and refused.value.params["n_params"] == estimate
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"n_layer": 2.5}, {"n_layer": "2"}, {"n_layer": 0}, {"n_embd": -32}, {"n_head": True},
+     {"n_layer": 10**12}, {"n_embd": 32.0}, {"n_head": 5}],
+)  # fmt: skip
+def test_config_sizes_that_are_not_sane_whole_numbers_are_refused(
+    tiny_models_dir, tmp_path, changes
+):
+    folder = _config_beside_tiny_weights(tiny_models_dir, tmp_path, **changes)
+    with pytest.raises(ModelRefused) as refused:
+        check_folder(folder, None)
+    assert refused.value.code == "bad_config_value"
+    assert refused.value.params["key"] in changes
+    for language in LANGUAGES:
+        assert "heads.refused.bad_config_value" in _messages(language)
