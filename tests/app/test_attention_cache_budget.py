@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from streamlit.runtime.caching import get_data_cache_stats_provider
+from conftest import data_cache_bytes
 
 import components.widgets as widgets
 from models.catalog import SHIPPED_KEY
@@ -20,17 +20,6 @@ def long_sentence(i: int) -> str:
     """A sentence of well over 128 tokens, different for every `i`."""
     rng = np.random.default_rng(i)
     return f"run {i} " + " ".join(rng.choice(WORDS, size=160))
-
-
-def data_cache_bytes(function_name: str) -> int:
-    """What Streamlit's data caches hold for `function_name`, as its own stats count it."""
-    stats = get_data_cache_stats_provider().get_stats()
-    return sum(
-        stat.byte_length
-        for family in stats.values()
-        for stat in family
-        if stat.cache_name.endswith(function_name)
-    )
 
 
 @pytest.fixture
