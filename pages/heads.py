@@ -245,7 +245,9 @@ model_key = cached_key(choose_model())
 trained = model_key.startswith(CHECKPOINT_KEY)
 encoder = load_or_stop(model_key)
 cfg = encoder.cfg
-model_name = "" if trained else next(c.name for c in model_choices() if c.key == model_key)
+model_name = (
+    "" if trained else next((c.name for c in model_choices() if c.key == model_key), model_key)
+)
 intro(cfg, model_key, model_name)
 
 sentence = sentence_or_stop()
