@@ -44,13 +44,14 @@ _ENCODER_DEFAULTS = {
     "positions": 512,
     "types": 2,
 }
+# GPT-2's config also answers to the common names (transformers' attribute_map).
 _GPT2_KEYS = {
-    "layers": "n_layer",
-    "d_model": "n_embd",
-    "heads": "n_head",
+    "layers": ("n_layer", "num_hidden_layers"),
+    "d_model": ("n_embd", "hidden_size"),
+    "heads": ("n_head", "num_attention_heads"),
     "d_mlp": "n_inner",
     "vocab": "vocab_size",
-    "positions": "n_positions",
+    "positions": ("n_positions", "max_position_embeddings"),
 }
 _LLAMA_KEYS = {
     "layers": "num_hidden_layers",
@@ -95,13 +96,18 @@ def _bad(key: str, value) -> ModelRefused:
     )
 
 
+def _names(names: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (names,) if isinstance(names, str) else names
+
+
 def config_sizes(config: dict) -> dict[str, int]:
     """The model's sizes under our names, each a whole number in 1..BOUNDS (a missing
     optional size, such as GPT-2's n_inner, is absent); anything else is refused."""
     model_type = config.get("model_type")
     keys, defaults = KEYS[model_type], DEFAULTS[model_type]
     sizes = {}
-    for name, key in keys.items():
+    for name, names in keys.items():
+        key = next((k for k in _names(names) if config.get(k) is not None), _names(names)[0])
         value = config.get(key)
         if value is None:
             if name in defaults:
@@ -116,15 +122,14 @@ def config_sizes(config: dict) -> dict[str, int]:
     return sizes
 
 
-def _check_heads(sizes: dict[str, int], keys: dict[str, str]) -> None:
+def _check_heads(sizes: dict[str, int], keys: dict) -> None:
     """Heads split the model's width (unless head_dim says otherwise), and key/value heads
     split the query heads, as the attention layers need to be built."""
-    if "d_head" not in sizes and sizes["d_model"] % sizes["heads"]:
-        raise _bad(keys["heads"], sizes["heads"])
-    if sizes.get("kv_heads", sizes["heads"]) > sizes["heads"] or (
-        sizes["heads"] % sizes.get("kv_heads", sizes["heads"])
-    ):
-        raise _bad(keys["kv_heads"], sizes["kv_heads"])
+    heads, kv_heads = sizes["heads"], sizes.get("kv_heads", sizes["heads"])
+    if "d_head" not in sizes and sizes["d_model"] % heads:
+        raise _bad(_names(keys["heads"])[0], heads)
+    if kv_heads > heads or heads % kv_heads:
+        raise _bad(_names(keys["kv_heads"])[0], kv_heads)
 
 
 def _encoder(s: dict[str, int]) -> int:

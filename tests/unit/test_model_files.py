@@ -20,6 +20,7 @@ from models.pretrained import default_model_path
 from models.tiny import KINDS
 
 LANGUAGES = ("en", "zh")
+DECODERS = ("gpt2", "llama", "mistral")
 
 
 def _messages(language: str) -> dict:
@@ -136,6 +137,33 @@ def test_the_configs_parameter_estimate_matches_the_shipped_minilm():
     # The header also counts the stored position_ids buffer, one number per position.
     assert count_parameters(folder) - config_parameters(config) == 512
     assert config["max_position_embeddings"] == 512
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"model_type": "bert"},  # bert-base's sizes, from transformers' defaults
+        {"model_type": "roberta", "max_position_embeddings": 514, "type_vocab_size": 1},
+        {"model_type": "gpt2", "n_embd": 1024, "n_layer": 3, "n_head": 16, "n_inner": 3000},
+        {"model_type": "gpt2", "hidden_size": 256, "num_hidden_layers": 2,
+         "num_attention_heads": 8},  # the common names transformers maps to GPT-2's
+        {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192,
+         "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 8,
+         "vocab_size": 128256, "tie_word_embeddings": True},
+        {"model_type": "llama", "num_hidden_layers": 1, "attention_bias": True,
+         "mlp_bias": True, "head_dim": 64},
+        {"model_type": "mistral", "num_hidden_layers": 1},
+    ],
+)  # fmt: skip
+def test_the_configs_parameter_estimate_matches_the_model_transformers_builds(config):
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+
+    built_config = AutoConfig.for_model(**config)
+    model_class = AutoModelForCausalLM if config["model_type"] in DECODERS else AutoModel
+    with torch.device("meta"):  # shapes only: nothing is allocated
+        model = model_class.from_config(built_config)
+    assert config_parameters(config) == sum(p.numel() for p in model.parameters())
 
 
 def _config_beside_tiny_weights(tiny_models_dir, tmp_path, **changes):
