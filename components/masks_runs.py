@@ -61,15 +61,38 @@ def step_model(stem: str):
     return load_unmasked(stem) if stem else load_transformer("sinusoidal")
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+# The lesson's traces of every visitor together. The largest: a 40-token step-by-step
+# trace is 0.3 MB (0.8 MB with cross-attention), a 384 + 64-token generation 3.3 MB; by
+# count alone (64, 64 and 16 entries) they could hold ~125 MB. 48 MB keeps ~15 of the
+# largest generations, or ~150 step-by-step traces.
+TRACES_BYTES = 48 * 2**20
+TRACES_COUNT = 144
+
+
+@st.cache_resource(show_spinner=False)
+def traces():
+    """The step-by-step, cross-attention and generation runs (models/byte_cache.py)."""
+    from models.byte_cache import ByteLRU
+
+    return ByteLRU(TRACES_BYTES, max_entries=TRACES_COUNT)
+
+
 def masked_run(stem: str, ids: tuple[int, ...], allowed: np.ndarray) -> dict:
-    return masks.run_masked(step_model(stem), list(ids), allowed)[1]
+    """The trace of `ids` under `allowed` (a shared entry: its arrays are read-only)."""
+    key = ("masked", stem, ids, allowed.shape, np.asarray(allowed, dtype=bool).tobytes())
+    return traces().get_or_make(
+        key, lambda: masks.run_masked(step_model(stem), list(ids), allowed)[1]
+    )
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def cross_run(stem: str, source: tuple[int, ...], target: tuple[int, ...]) -> dict:
+def _cross_run(stem: str, source: tuple[int, ...], target: tuple[int, ...]) -> dict:
     model = load_checkpoint(stem).model.core if stem else load_encoder_decoder()
     return masks.run_cross(model, list(source), list(target))[1]
+
+
+def cross_run(stem: str, source: tuple[int, ...], target: tuple[int, ...]) -> dict:
+    key = ("cross", stem, source, target)
+    return traces().get_or_make(key, lambda: _cross_run(stem, source, target))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -100,10 +123,13 @@ def load_lm_head():
     return kv_cache.lm_head(load_transformer("sinusoidal", causal=True).cfg)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def generation(prompt: tuple[int, ...], n_new: int) -> kv_cache.Generation:
+def _generation(prompt: tuple[int, ...], n_new: int) -> kv_cache.Generation:
     model = load_transformer("sinusoidal", causal=True)
     return kv_cache.generate(model, load_lm_head(), list(prompt), n_new)
+
+
+def generation(prompt: tuple[int, ...], n_new: int) -> kv_cache.Generation:
+    return traces().get_or_make(("generation", prompt, n_new), lambda: _generation(prompt, n_new))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

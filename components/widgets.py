@@ -662,11 +662,31 @@ def _traced(key: str, model, text: str):
     return tokenized, trace
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
-def attention_run(key: str, text: str) -> EncoderRun:
+# Every visitor's attention runs together. One run holds each layer's patterns: MiniLM's
+# are 4.5 MB at 128 tokens, 0.08 MB at 16, and a 12-layer, 12-head model's 9 MB. 192 MB
+# keeps ~40 long MiniLM sentences (or ~2,500 short ones, up to the count) for every
+# visitor, a fraction of the server's ~700 MB, whatever sentences and models are asked for.
+ATTENTION_RUNS_BYTES = 192 * 2**20
+ATTENTION_RUNS_COUNT = 128
+
+
+@st.cache_resource(show_spinner=False)
+def attention_runs():
+    """The attention runs' cache (models/byte_cache.py), one per process, shared."""
+    from models.byte_cache import ByteLRU
+
+    return ByteLRU(ATTENTION_RUNS_BYTES, max_entries=ATTENTION_RUNS_COUNT)
+
+
+def _attention_run(key: str, text: str) -> EncoderRun:
     model = attention_model(key)
     tokenized, trace = _traced(key, model, text)
     return EncoderRun(tokenized, trace, model.special_positions(tokenized))
+
+
+def attention_run(key: str, text: str) -> EncoderRun:
+    """`text` read by the model `key` names; its arrays are shared, so read-only."""
+    return attention_runs().get_or_make((key, text), partial(_attention_run, key, text))
 
 
 # What the attention page leaves for the frame's next runs: (page, model key, sentence).

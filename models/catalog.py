@@ -106,12 +106,20 @@ class ModelChoice:
 
 
 def _checked(choice: ModelChoice, max_params: int | None) -> ModelChoice:
+    """`choice` with what its folder holds, or refused with the reason. Whatever one folder
+    holds, reading it never fails the list: the other models are still offered."""
     try:
         info = check_folder(Path(choice.location), max_params)
     except ModelRefused as refusal:
+        if refusal.detail:
+            log.warning("model %s refused (%s): %s", choice.location, refusal.code, refusal.detail)
         return replace(choice, refused=refusal.code, refused_params=refusal.params)
     except OSError as error:
+        log.warning("model %s cannot be read: %s", choice.location, error)
         return replace(choice, refused="unreadable", refused_params={"error": type(error).__name__})
+    except Exception as error:  # noqa: BLE001  (a file no check foresaw: refuse this folder alone)
+        log.warning("model %s is damaged", choice.location, exc_info=True)
+        return replace(choice, refused="damaged", refused_params={"error": type(error).__name__})
     return replace(choice, model_type=info.model_type, n_params=info.n_params)
 
 

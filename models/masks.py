@@ -152,7 +152,7 @@ def run_cross(
 def fused_difference(steps: dict[str, np.ndarray], allowed: np.ndarray) -> float:
     """max |z − PyTorch's fused attention on the same Q, K, V and boolean mask|: an
     independent check of the written-out steps (the fused kernel shows no weights)."""
-    q, k, v = (torch.from_numpy(steps[n]) for n in ("hook_q", "hook_k", "hook_v"))
+    q, k, v = (torch.tensor(steps[n]) for n in ("hook_q", "hook_k", "hook_v"))
     fused = F.scaled_dot_product_attention(q, k, v, attn_mask=torch.from_numpy(allowed))
     return float(np.abs(fused.numpy() - steps["hook_z"]).max())
 

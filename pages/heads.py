@@ -96,11 +96,12 @@ def model_label(choice) -> str:
     )
 
 
+COUNT_PARAMS = ("n_params", "limit", "config_params")
+
+
 def refusal_text(code: str, params: dict) -> str:
-    if "n_params" in params:
-        params = {**params, "n_params": count_text(params["n_params"])}
-        params["limit"] = count_text(params["limit"])
-    return t(f"heads.refused.{code}", **params)
+    counts = {name: count_text(params[name]) for name in COUNT_PARAMS if name in params}
+    return t(f"heads.refused.{code}", **{**params, **counts})
 
 
 def trained_choices() -> list[str]:
@@ -244,7 +245,9 @@ model_key = cached_key(choose_model())
 trained = model_key.startswith(CHECKPOINT_KEY)
 encoder = load_or_stop(model_key)
 cfg = encoder.cfg
-model_name = "" if trained else next(c.name for c in model_choices() if c.key == model_key)
+model_name = (
+    "" if trained else next((c.name for c in model_choices() if c.key == model_key), model_key)
+)
 intro(cfg, model_key, model_name)
 
 sentence = sentence_or_stop()
@@ -266,6 +269,10 @@ with reading:
         run = attention_run(model_key, sentence.text)
     except ModelRefused as refusal:  # a model that returns no attention weights
         st.error(markdown_literal(refusal_text(refusal.code, refusal.params)))
+        st.stop()
+    except Exception:  # noqa: BLE001  (damaged files found only by a pass: the log has them)
+        logging.getLogger(__name__).exception("model %s failed on a sentence", model_key)
+        st.error(t("heads.run_failed"))
         st.stop()
     tokens = list(run.trace["tokens"])
     show_notes(encoder.reading_notes(run.tokenized, sentence.text))

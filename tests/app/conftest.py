@@ -164,3 +164,16 @@ def forget_visitor(store, visitor: str) -> None:
     """Delete every model saved for `visitor`."""
     for model in store.list(visitor):
         store._delete(model.stem)
+
+
+def data_cache_bytes(function_name: str) -> int:
+    """What Streamlit's data caches hold for `function_name`, as its own stats count it."""
+    from streamlit.runtime.caching import get_data_cache_stats_provider
+
+    stats = get_data_cache_stats_provider().get_stats()
+    return sum(
+        stat.byte_length
+        for family in stats.values()
+        for stat in family
+        if stat.cache_name.endswith(function_name)
+    )
