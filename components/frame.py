@@ -20,6 +20,7 @@ import streamlit as st
 from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, set_language, t
 from components.lessons import LESSONS
 from components.script_events import batch_script_events
+from components.training_status import show_run_in_sidebar
 from components.widgets import (
     PRESENTING_KEY,
     SENTENCE_KEY,
@@ -234,6 +235,8 @@ def run_app() -> None:
     heading.caption(t("app.tagline"))
     sentence_box(page.url_path)
     format_choices()
+    if page.url_path != "training":  # the lab asks about its run itself
+        show_run_in_sidebar()
     _run.inside = True
     try:
         with first_runs_in_turn(page.url_path), runs_in_turn():

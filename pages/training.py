@@ -17,6 +17,7 @@ from components.training import (
     head_grids_figure,
     perplexity_colors,
 )
+from components.training_status import JOB_KEY, SESSION_KEY
 from components.widgets import (
     VISITOR_FROM_LINK,
     linked_multiselect,
@@ -47,9 +48,6 @@ from models.train import (
 enter_lesson()
 
 MAX_STEPS = 1500
-JOB_KEY = "training_job"
-# The session a run belongs to: only it may replace or stop the run, whoever shares its key.
-SESSION_KEY = "_tr_session"
 START_REQUESTED, STOP_REQUESTED = "_tr_start_requested", "_tr_stop_requested"
 
 st.header(t("training.title"))

@@ -157,3 +157,26 @@ def test_a_nearly_full_disk_is_named_in_the_visitor_s_language(monkeypatch):
     at = open_lesson("training", lang="zh")
     assert not at.exception
     assert any("磁盘快满了（剩余 100 MB" in m for m in messages(at))
+
+
+def test_another_lesson_shows_the_running_run_and_keeps_it_going():
+    at = open_lesson("training", tr_task="reverse", tr_steps="1500")
+    at.multiselect(key="tr_models_reverse").set_value(["gru"])
+    at.button(key="tr_start").click().run()
+    manager = load_job_manager()
+    job_id, session = at.session_state["training_job"], at.session_state["_tr_session"]
+    try:
+        _run_until(at, lambda at: manager.snapshot(job_id).status == "running")
+        at.switch_page("pages/positional.py").run()
+        asked_before = manager._jobs[job_id].last_seen
+        time.sleep(0.05)
+        at.run()  # the visitor reads another lesson while the run trains
+        assert not at.exception
+        assert manager._jobs[job_id].last_seen > asked_before  # this page asked: still wanted
+        shown = [el.proto.text for el in at.sidebar.get("progress")]
+        view = manager.snapshot(job_id)
+        assert view.status == "running", view
+        assert shown and shown[0].startswith("Your training run: step "), shown
+        assert shown[0].endswith(f" of {view.total}")
+    finally:
+        manager.stop(job_id, session)
