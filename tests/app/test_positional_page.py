@@ -155,3 +155,16 @@ def test_the_example_pairs_are_tabled_with_each_encodings_distance_measured_anew
     assert table.loc[table["encoding"] == scheme_label("none"), table.columns[2]].max() < 1e-4
     captions = " ".join(c.value for c in at.caption)
     assert "Two classic pairs, run live" in captions and "\n\n" in captions
+
+
+def test_the_length_chart_draws_alibi_as_a_bias_below_not_as_a_similarity_of_zero():
+    at = open_lesson("positional", "dog bites man", pe_view="rope", pe_built="32")
+    _no_failure(at)
+    spec = chart(at, "pe_extrapolation")
+    (alibi,) = [trace for trace in spec["data"] if trace["name"] == "ALiBi"]
+    assert alibi.get("yaxis") == "y2"
+    assert spec["layout"]["yaxis2"]["title"]["text"].startswith("ALiBi: bias added to the score")
+    distances = np.asarray(_values(alibi["x"]))
+    np.testing.assert_allclose(_values(alibi["y"]), -(2.0**-8) * distances)
+    above = [trace for trace in spec["data"] if trace.get("yaxis", "y") == "y"]
+    assert {trace["name"] for trace in above} == {"sinusoidal", "learned", "RoPE", "none"}
