@@ -346,7 +346,7 @@ def sinusoidal_view() -> None:
             exact=fit["exact_max"],
             naive=fit["naive_max"],
             all_k=pe.rotation_check(cfg.d_model, cfg.n_ctx),
-            n_k=cfg.n_ctx // 2,
+            k_last=cfg.n_ctx // 2 - 1,
             n_pos=cfg.n_ctx,
         )
     )
@@ -397,7 +397,9 @@ def rope_view() -> None:
             summary=lines_summary({name: (distances, y) for name, y in decays.items()}),
             data={"distance": distances} | decays,
         )
-    st.caption(t("positional.rope.explain", shift=shift, error=shift_error, grid=grid))
+    st.caption(
+        t("positional.rope.explain", shift=shift, error=shift_error, grid=grid, d_head=cfg.d_head)
+    )
     st.subheader(t("positional.extrapolation.title"))
     built = linked_slider(st, t("positional.extrapolation.built"), 8, 128, 32, key="pe_built")
     reach = 4 * built

@@ -168,3 +168,23 @@ def test_the_length_chart_draws_alibi_as_a_bias_below_not_as_a_similarity_of_zer
     np.testing.assert_allclose(_values(alibi["y"]), -(2.0**-8) * distances)
     above = [trace for trace in spec["data"] if trace.get("yaxis", "y") == "y"]
     assert {trace["name"] for trace in above} == {"sinusoidal", "learned", "RoPE", "none"}
+
+
+def test_the_trained_table_s_neighbour_cosines_are_quoted_not_called_random():
+    """Training the induction model takes its neighbouring position vectors from a mean
+    cosine near 0 to about 0.3: the caption quotes both numbers and claims nothing else."""
+    from models import checkpoints
+    from models import trained_sources as ts
+    from models.train import CHECKPOINT_DIR
+
+    trained = checkpoints.load(CHECKPOINT_DIR / "induction-transformer").model
+    near = {
+        when: float(ts.cosine_by_offset(ts.position_cosines(m.core.W_pos.numpy()))[1])
+        for when, m in (("before", ts.untrained(trained)), ("after", trained))
+    }
+    assert near["after"] > 0.2 > abs(near["before"])
+    at = open_lesson("positional", "dog bites man", pe_trained="induction-transformer")
+    _no_failure(at)
+    (caption,) = [c.value for c in at.caption if c.value.startswith("Each heatmap")]
+    assert "still look random" not in caption
+    assert f"{near['before']:.2f} before training and {near['after']:.2f} after" in caption
