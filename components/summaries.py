@@ -160,7 +160,7 @@ def all_heads_summary(
     sinks = tuple(int(p) for p in sinks if 0 <= p < n)
     if not sinks:
         return text
-    return text + " " + _sinks_text(patterns, tokens, sinks, count)
+    return t("summary.sentences", first=text, then=_sinks_text(patterns, tokens, sinks, count))
 
 
 def _sinks_text(patterns: np.ndarray, tokens: Sequence[str], sinks: tuple, count: int) -> str:

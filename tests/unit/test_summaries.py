@@ -57,7 +57,7 @@ def test_all_heads_summary_finds_the_link_and_counts_sinks():
     assert text.endswith("1 of 6 heads put over half their weight on [CLS] and [SEP] together.")
     with using_language("zh"):
         zh = s.all_heads_summary(patterns, TOKENS, (0, 6), sink_positions(7, False))
-    assert zh.endswith("6 个头中有 1 个把一半以上的权重合计放在 [CLS] 与 [SEP] 上。")
+    assert zh.endswith("0.64。6 个头中有 1 个把一半以上的权重合计放在 [CLS] 与 [SEP] 上。")
     # Without special tokens there is no sink to count, and no dash standing for one.
     plain = s.all_heads_summary(_patterns(), TOKENS)
     assert plain == "6 heads. Strongest link between two tokens that are not neighbours: " + (
