@@ -224,8 +224,8 @@ def curves_parts(
 
 
 # The length chart: its height, and the share of it ALiBi's bias panel takes (below).
-EXTRAPOLATION_HEIGHT = 560
-BIAS_SHARE = 0.34
+EXTRAPOLATION_HEIGHT = 620
+BIAS_SHARE = 0.4
 
 
 def extrapolation_figure(
