@@ -9,6 +9,7 @@ from conftest import chart, chart_specs, messages, open_lesson, texts
 
 from components.positional import scheme_label
 from models import positional as pe
+from models.transformer import TransformerConfig
 
 # The lesson's tabs and the charts each draws; only the open tab is drawn.
 TABS = {
@@ -168,6 +169,21 @@ def test_the_length_chart_draws_alibi_as_a_bias_below_not_as_a_similarity_of_zer
     np.testing.assert_allclose(_values(alibi["y"]), -(2.0**-8) * distances)
     above = [trace for trace in spec["data"] if trace.get("yaxis", "y") == "y"]
     assert {trace["name"] for trace in above} == {"sinusoidal", "learned", "RoPE", "none"}
+    # The caption's ALiBi numbers, at distance 4 × 32: the two gentlest of the model's heads.
+    slopes = pe.alibi_slopes(TransformerConfig(d_vocab=1).n_heads)
+    (caption,) = [c.value for c in at.caption if c.value.startswith("Above, how alike")]
+    assert f"e^(−m·r) = {np.exp(-slopes[-1] * 128):.2f}" in caption
+    assert f"next gentlest (m = {slopes[-2]:.4f}) gives {np.exp(-slopes[-2] * 128):.2f}" in caption
+
+
+def test_the_rotation_caption_names_the_offsets_it_measured():
+    at = open_lesson("positional", "dog bites man", pe_view="sinusoidal")
+    _no_failure(at)
+    (caption,) = [c.value for c in at.caption if c.value.startswith("For every pos")]
+    cfg = TransformerConfig(d_vocab=1)
+    last = cfg.n_ctx // 2 - 1
+    measured = pe.max_rotation_error(pe.sinusoidal_table(cfg.n_ctx, cfg.d_model), range(last + 1))
+    assert f"over every k from 0 to {last} at once: {measured:.1e}" in caption
 
 
 def test_the_trained_table_s_neighbour_cosines_are_quoted_not_called_random():
