@@ -223,6 +223,42 @@ def curves_parts(
     return traces, layout
 
 
+# The length chart: its height, and the share of it ALiBi's bias panel takes (below).
+EXTRAPOLATION_HEIGHT = 620
+BIAS_SHARE = 0.4
+
+
+def extrapolation_figure(
+    similarities: Mapping[str, np.ndarray],
+    biases: Mapping[str, np.ndarray],
+    x: np.ndarray,
+    similarity_title: str,
+    bias_title: str,
+    **options,
+) -> PlainFigure:
+    """Two panels over one distance axis: above, the curves that compare two positions'
+    encodings (`similarities`, each normalised to 1 at r = 0, or 0 everywhere); below, on
+    an axis of its own, what is added to the score (`biases`: ALiBi's −m·r, 0 at r = 0).
+    A bias is not a similarity, so the two never share a y axis. `options` are
+    `curves_parts`'s (title, x_title, colors, marker_at, marker_text)."""
+    x_title = options.pop("x_title", "")
+    traces, layout = curves_parts(similarities, x, y_title=similarity_title, **options)
+    colors = options.get("colors")
+    below, _ = curves_parts(biases, x, colors=colors)
+    below = [dict(trace, xaxis="x2", yaxis="y2") for trace in below]
+    top = BIAS_SHARE + WAVES_GAP
+    shapes = layout.get("shapes", [])
+    layout.update(
+        height=EXTRAPOLATION_HEIGHT,
+        xaxis=dict(layout["xaxis"], showticklabels=False, anchor="y", matches="x2"),
+        yaxis=dict(layout["yaxis"], domain=[top, 1.0]),
+        xaxis2=axis(x_title, anchor="y2"),
+        yaxis2=axis(bias_title, anchor="x2", domain=[0.0, BIAS_SHARE]),
+        shapes=shapes + [dict(shape, xref="x2", yref="y2 domain") for shape in shapes],
+    )
+    return figure([*traces, *below], layout)
+
+
 def matrix_figure(
     matrix: np.ndarray,
     title: str = "",

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from components.i18n import t
+from models.attention_stats import sink_heads
 
 SEPARATOR = "; "
 
@@ -123,39 +124,50 @@ def strongest_link_summary(
 
 
 def all_heads_summary(
-    patterns: np.ndarray, tokens: Sequence[str], specials: Sequence[int] = ()
+    patterns: np.ndarray,
+    tokens: Sequence[str],
+    specials: Sequence[int] = (),
+    sinks: Sequence[int] = (),
 ) -> str:
     """The strongest link between two ordinary tokens that are not neighbours, anywhere in
-    the stack, and how many heads park most of their weight on the special tokens
-    (`specials`: positions such as [CLS] and [SEP], or a decoder's first token)."""
+    the stack (`specials`, such as [CLS], [SEP] or [UNK], are left out), then how many
+    heads put over half their weight on the `sinks` keys together
+    (models.attention_stats.sink_positions: the count the head statistics give too)."""
     n_layers, n_heads, n, _ = patterns.shape
     specials = sorted({int(p) for p in specials if 0 <= p < n})
     count = n_layers * n_heads
-    sink = patterns[..., specials].sum(axis=-1).mean(axis=-1) if specials else np.zeros(1)
-    n_sink = int((sink > 0.5).sum())
-    names = ", ".join(dict.fromkeys(tokens[p] for p in specials)) or "—"
     inner = patterns.astype(np.float64, copy=True)
     inner[..., specials] = -1.0  # keys that are special tokens
     inner[:, :, specials, :] = -1.0  # and their own rows
     # A token on itself or on a neighbour: many heads do just that, and it says little.
     near = np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= 1
     inner[:, :, near] = -1.0
-    # A model with no special tokens (SeqLens's trained Transformers) has no sink to count.
+    # A model with no special tokens (SeqLens's trained Transformers) reads tokens, not words.
     plain = "" if specials else "_plain"
     if inner.max() < 0:
-        return t(f"summary.all_heads_sinks{plain}", count=count, n_sink=n_sink, specials=names)
-    la, h, q, k = np.unravel_index(int(np.argmax(inner)), inner.shape)
-    return t(
-        f"summary.all_heads{plain}",
-        count=count,
-        layer=int(la),
-        head=int(h),
-        query=tokens[q],
-        key=tokens[k],
-        weight=f"{patterns[la, h, q, k]:.2f}",
-        n_sink=n_sink,
-        specials=names,
-    )
+        text = t(f"summary.all_heads_sinks{plain}", count=count)
+    else:
+        la, h, q, k = np.unravel_index(int(np.argmax(inner)), inner.shape)
+        text = t(
+            f"summary.all_heads{plain}",
+            count=count,
+            layer=int(la),
+            head=int(h),
+            query=tokens[q],
+            key=tokens[k],
+            weight=f"{patterns[la, h, q, k]:.2f}",
+        )
+    sinks = tuple(int(p) for p in sinks if 0 <= p < n)
+    if not sinks:
+        return text
+    return t("summary.sentences", first=text, then=_sinks_text(patterns, tokens, sinks, count))
+
+
+def _sinks_text(patterns: np.ndarray, tokens: Sequence[str], sinks: tuple, count: int) -> str:
+    n_sink = int(sink_heads(patterns, sinks).sum())
+    first, last = tokens[sinks[0]], tokens[sinks[-1]]
+    key = "summary.sinks" if len(sinks) > 1 else "summary.sinks_first"
+    return t(key, n_sink=n_sink, count=count, first=first, last=last)
 
 
 def token_focus_summary(

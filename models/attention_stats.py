@@ -68,6 +68,20 @@ def head_statistics(patterns: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
+def sink_positions(n_tokens: int, causal: bool) -> tuple[int, ...]:
+    """The keys counted as attention sinks: an encoder's first and last token ([CLS] and
+    [SEP] as the tokenizer places them, the two share columns of `head_statistics`), a
+    decoder's first token (the only one every query sees). An [UNK] is not among them:
+    it stands for a piece of the sentence."""
+    return (0,) if causal or n_tokens < 2 else (0, n_tokens - 1)
+
+
+def sink_heads(patterns: np.ndarray, sinks: tuple[int, ...]) -> np.ndarray:
+    """`[layer, head]`: whether a head puts more than half of its weight, averaged over
+    the queries, on the `sinks` keys together."""
+    return patterns[..., list(sinks)].sum(axis=-1).mean(axis=-1) > 0.5
+
+
 def strongest_head_for_query(
     patterns: np.ndarray, query_pos: int, ignore: tuple[int, ...] = ()
 ) -> tuple[int, int, int, float] | None:

@@ -56,6 +56,8 @@ from models import trained_sources as ts
 from models.attention_stats import (
     attention_rollout,
     head_statistics,
+    sink_heads,
+    sink_positions,
     strongest_head_for_query,
     strongest_link,
 )
@@ -283,6 +285,8 @@ with reading:
 patterns = stack_patterns(run.trace)
 labels = token_labels(tokens)
 stats = head_statistics(patterns)
+# The keys counted as sinks, by the all-heads summary and the head statistics alike.
+sinks = sink_positions(len(tokens), cfg.causal)
 kv_suffix = (lambda h: t("heads.kv_of", kv=cfg.kv_head(h))) if cfg.n_kv_heads < cfg.n_heads else str
 
 # One template, filled with Python floats (numpy's scalars format several times slower).
@@ -308,7 +312,7 @@ show_chart(
         layer_title=t("heads.axis.layer"),
     ),
     key="all_heads",
-    summary=all_heads_summary(patterns, tokens, run.special_positions),
+    summary=all_heads_summary(patterns, tokens, run.special_positions, sinks),
     picks=(("layer", n_layers), ("head", n_heads)),
     data={
         "layer": range(n_layers),
@@ -422,12 +426,16 @@ def statistics_section() -> None:
         | {name: stats[name] for name in stat_names},
     )
     st.caption(t("heads.summary_caption", max_entropy=float(np.log2(len(tokens)))))
-    if cfg.causal:
-        n_sink = int((stats["cls"] > 0.5).sum())
-        st.info(t("heads.sinks_decoder", n_sink=n_sink, n_total=n_layers * n_heads))
-    else:
-        n_sink = int(((stats["cls"] + stats["sep"]) > 0.5).sum())
-        st.info(t("heads.sinks", n_sink=n_sink, n_total=n_layers * n_heads))
+    n_sink = int(sink_heads(patterns, sinks).sum())
+    st.info(
+        t(
+            "heads.sinks_decoder" if cfg.causal else "heads.sinks",
+            n_sink=n_sink,
+            n_total=n_layers * n_heads,
+            first=markdown_literal(tokens[sinks[0]]),
+            last=markdown_literal(tokens[sinks[-1]]),
+        )
+    )
 
 
 def every_head_grid() -> None:

@@ -13,6 +13,7 @@ from components.positional import (
     curves_figure,
     encoding_figure,
     error_bars_figure,
+    extrapolation_figure,
     matrix_figure,
     per_token_figure,
     scheme_label,
@@ -345,7 +346,7 @@ def sinusoidal_view() -> None:
             exact=fit["exact_max"],
             naive=fit["naive_max"],
             all_k=pe.rotation_check(cfg.d_model, cfg.n_ctx),
-            n_k=cfg.n_ctx // 2,
+            k_last=cfg.n_ctx // 2 - 1,
             n_pos=cfg.n_ctx,
         )
     )
@@ -396,7 +397,9 @@ def rope_view() -> None:
             summary=lines_summary({name: (distances, y) for name, y in decays.items()}),
             data={"distance": distances} | decays,
         )
-    st.caption(t("positional.rope.explain", shift=shift, error=shift_error, grid=grid))
+    st.caption(
+        t("positional.rope.explain", shift=shift, error=shift_error, grid=grid, d_head=cfg.d_head)
+    )
     st.subheader(t("positional.extrapolation.title"))
     built = linked_slider(st, t("positional.extrapolation.built"), 8, 128, 32, key="pe_built")
     reach = 4 * built
@@ -407,13 +410,16 @@ def rope_view() -> None:
         for s in pe.SCHEMES
     }
     distances = np.arange(reach + 1)
+    alibi = t("positional.scheme.alibi")
     show_chart(
-        curves_figure(
-            profiles,
+        extrapolation_figure(
+            {name: y for name, y in profiles.items() if name != alibi},
+            {alibi: profiles[alibi]},
             distances,
+            similarity_title=t("positional.extrapolation.axis"),
+            bias_title=t("positional.extrapolation.bias_axis"),
             title=t("positional.extrapolation.figure"),
             x_title=t("positional.distance"),
-            y_title=t("positional.extrapolation.axis"),
             colors={t(f"positional.scheme.{s}"): SCHEME_COLORS[s] for s in pe.SCHEMES},
             marker_at=built,
             marker_text=t("positional.extrapolation.marker", built=built),
@@ -440,9 +446,12 @@ def rope_view() -> None:
             rope_pairs=cfg.d_head // 2,
             n_ctx=cfg.n_ctx,
             learned_message=learned_message,
+            d_head=cfg.d_head,
             gentle=float(slopes[-1]),
             far=reach,
             alibi_weight=float(np.exp(-slopes[-1] * reach)),
+            next_m=float(slopes[-2]),
+            next_weight=float(np.exp(-slopes[-2] * reach)),
         )
     )
 

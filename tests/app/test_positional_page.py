@@ -9,6 +9,7 @@ from conftest import chart, chart_specs, messages, open_lesson, texts
 
 from components.positional import scheme_label
 from models import positional as pe
+from models.transformer import TransformerConfig
 
 # The lesson's tabs and the charts each draws; only the open tab is drawn.
 TABS = {
@@ -155,3 +156,51 @@ def test_the_example_pairs_are_tabled_with_each_encodings_distance_measured_anew
     assert table.loc[table["encoding"] == scheme_label("none"), table.columns[2]].max() < 1e-4
     captions = " ".join(c.value for c in at.caption)
     assert "Two classic pairs, run live" in captions and "\n\n" in captions
+
+
+def test_the_length_chart_draws_alibi_as_a_bias_below_not_as_a_similarity_of_zero():
+    at = open_lesson("positional", "dog bites man", pe_view="rope", pe_built="32")
+    _no_failure(at)
+    spec = chart(at, "pe_extrapolation")
+    (alibi,) = [trace for trace in spec["data"] if trace["name"] == "ALiBi"]
+    assert alibi.get("yaxis") == "y2"
+    assert spec["layout"]["yaxis2"]["title"]["text"] == "bias added to the score"
+    distances = np.asarray(_values(alibi["x"]))
+    np.testing.assert_allclose(_values(alibi["y"]), -(2.0**-8) * distances)
+    above = [trace for trace in spec["data"] if trace.get("yaxis", "y") == "y"]
+    assert {trace["name"] for trace in above} == {"sinusoidal", "learned", "RoPE", "none"}
+    # The caption's ALiBi numbers, at distance 4 × 32: the two gentlest of the model's heads.
+    slopes = pe.alibi_slopes(TransformerConfig(d_vocab=1).n_heads)
+    (caption,) = [c.value for c in at.caption if c.value.startswith("Above, how alike")]
+    assert f"e^(−m·r) = {np.exp(-slopes[-1] * 128):.2f}" in caption
+    assert f"next gentlest (m = {slopes[-2]:.4f}) gives {np.exp(-slopes[-2] * 128):.2f}" in caption
+
+
+def test_the_rotation_caption_names_the_offsets_it_measured():
+    at = open_lesson("positional", "dog bites man", pe_view="sinusoidal")
+    _no_failure(at)
+    (caption,) = [c.value for c in at.caption if c.value.startswith("For every pos")]
+    cfg = TransformerConfig(d_vocab=1)
+    last = cfg.n_ctx // 2 - 1
+    measured = pe.max_rotation_error(pe.sinusoidal_table(cfg.n_ctx, cfg.d_model), range(last + 1))
+    assert f"over every k from 0 to {last} at once: {measured:.1e}" in caption
+
+
+def test_the_trained_table_s_neighbour_cosines_are_quoted_not_called_random():
+    """Training the induction model takes its neighbouring position vectors from a mean
+    cosine near 0 to about 0.3: the caption quotes both numbers and claims nothing else."""
+    from models import checkpoints
+    from models import trained_sources as ts
+    from models.train import CHECKPOINT_DIR
+
+    trained = checkpoints.load(CHECKPOINT_DIR / "induction-transformer").model
+    near = {
+        when: float(ts.cosine_by_offset(ts.position_cosines(m.core.W_pos.numpy()))[1])
+        for when, m in (("before", ts.untrained(trained)), ("after", trained))
+    }
+    assert near["after"] > 0.2 > abs(near["before"])
+    at = open_lesson("positional", "dog bites man", pe_trained="induction-transformer")
+    _no_failure(at)
+    (caption,) = [c.value for c in at.caption if c.value.startswith("Each heatmap")]
+    assert "still look random" not in caption
+    assert f"{near['before']:.2f} before training and {near['after']:.2f} after" in caption

@@ -15,6 +15,7 @@ from components.positional import (
     encoding_figure,
     encoding_heatmap,
     error_bars_figure,
+    extrapolation_figure,
     matrix_figure,
     per_token_figure,
     waves_figure,
@@ -131,3 +132,39 @@ def test_without_chosen_dimensions_the_table_is_drawn_alone():
     table = pe.sinusoidal_table(20, 8)
     alone = encoding_figure(table, [], n_sentence=5, end_text="end")
     assert alone.json_pair()[0] == encoding_heatmap(table, 5, end_text="end").json_pair()[0]
+
+
+def test_alibi_s_bias_is_drawn_on_its_own_axis_from_zero_not_as_a_similarity():
+    built, reach = 32, 128
+    r = np.arange(reach + 1)
+    learned = np.random.default_rng(0).standard_normal((built, 64))
+    similarities = {
+        s: pe.positional_score_by_distance(s, 16 if s == "rope" else 64, reach, learned=learned)
+        for s in ("sinusoidal", "learned", "rope", "none")
+    }
+    bias = pe.positional_score_by_distance("alibi", 64, reach)
+    fig = extrapolation_figure(
+        similarities,
+        {"ALiBi": bias},
+        r,
+        similarity_title="similarity",
+        bias_title="bias added to the score",
+        x_title="distance",
+        marker_at=built,
+        marker_text="built",
+    )
+    (alibi,) = [trace for trace in fig.data if trace.name == "ALiBi"]
+    assert alibi.yaxis == "y2" and fig.layout.yaxis2.title.text == "bias added to the score"
+    # 0 at r = 0 and −m·r after, with the gentlest slope m = 2^−8: a penalty that grows.
+    np.testing.assert_allclose(alibi.y, -(2.0**-8) * r)
+    # Every curve above is a normalised similarity: 1 at r = 0, or 0 for no encoding.
+    above = [trace for trace in fig.data if trace.yaxis in (None, "y")]
+    assert sorted(trace.name for trace in above) == ["learned", "none", "rope", "sinusoidal"]
+    assert {trace.name: trace.y[0] for trace in above} == pytest.approx(
+        {"sinusoidal": 1.0, "learned": 1.0, "rope": 1.0, "none": 0.0}
+    )
+    # One distance axis: the panels zoom together, and "built for" is marked on both.
+    assert fig.layout.xaxis.matches == "x2"
+    marked = {(shape.xref, shape.x0) for shape in fig.layout.shapes}
+    assert marked == {("x", built), ("x2", built)}
+    assert _finite_everywhere(fig)

@@ -112,6 +112,27 @@ def test_pretrained_weights_link_it_to_animal(tokenized, trace):
     assert patterns[3:, :, it, animal].max() > 0.6
 
 
+def test_the_readme_s_two_heads_put_about_0_64_of_it_on_animal(tokenized, trace):
+    """README: "layer 3 head 1 and layer 5 head 11 put about 0.64 of "it" on "animal"";
+    the heads lesson opens on layer 3, head 1 for this reason. They are the two strongest."""
+    patterns = stack_patterns(trace).astype(np.float64)
+    it, animal = tokenized.tokens.index("it"), tokenized.tokens.index("animal")
+    on_animal = patterns[:, :, it, animal]
+    assert on_animal[3, 1] == pytest.approx(0.64, abs=0.01)
+    assert on_animal[5, 11] == pytest.approx(0.64, abs=0.015)
+    strongest_two = np.argsort(on_animal, axis=None)[-2:]
+    assert {divmod(int(i), on_animal.shape[1]) for i in strongest_two} == {(3, 1), (5, 11)}
+
+
+def test_minilm_s_vocabulary_holds_a_few_hundred_chinese_characters_and_no_common_emoji(encoder):
+    """What the unknown-token note says of MiniLM's English vocabulary."""
+    vocab = encoder.tokenizer.get_vocab()
+    chinese = [piece for piece in vocab if len(piece) == 1 and "\u4e00" <= piece <= "\u9fff"]
+    assert 100 <= len(chinese) < 1000
+    tokens = encoder.tokenize("我爱你 🍕 😀 ☕ 👍").tokens
+    assert tokens.count("[UNK]") == 6  # 爱, 你 and every emoji
+
+
 def test_stack_patterns_is_layer_head_query_key(encoder, tokenized, trace):
     patterns = stack_patterns(trace)
     n = len(tokenized.ids)

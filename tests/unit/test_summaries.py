@@ -8,7 +8,12 @@ import pytest
 from components import summaries as s
 from components.i18n import using_language
 from models import positional as pe
-from models.attention_stats import strongest_head_for_query, strongest_link
+from models.attention_stats import (
+    sink_heads,
+    sink_positions,
+    strongest_head_for_query,
+    strongest_link,
+)
 
 TOKENS = ["[CLS]", "the", "animal", "was", "tired", "it", "[SEP]"]
 
@@ -46,15 +51,42 @@ def test_all_heads_summary_finds_the_link_and_counts_sinks():
     patterns = _patterns()
     patterns[0, 0] = 0.0
     patterns[0, 0, :, 0] = 1.0  # a head that puts everything on [CLS]
-    text = s.all_heads_summary(patterns, TOKENS, (0, len(TOKENS) - 1))
+    text = s.all_heads_summary(patterns, TOKENS, (0, len(TOKENS) - 1), sink_positions(7, False))
     assert "6 heads" in text
     assert "layer 1, head 2, it → animal 0.64" in text
-    assert "1 heads put over half their weight on [CLS], [SEP]" in text
+    assert text.endswith("1 of 6 heads put over half their weight on [CLS] and [SEP] together.")
+    with using_language("zh"):
+        zh = s.all_heads_summary(patterns, TOKENS, (0, 6), sink_positions(7, False))
+    assert zh.endswith("0.64。6 个头中有 1 个把一半以上的权重合计放在 [CLS] 与 [SEP] 上。")
     # Without special tokens there is no sink to count, and no dash standing for one.
     plain = s.all_heads_summary(_patterns(), TOKENS)
     assert plain == "6 heads. Strongest link between two tokens that are not neighbours: " + (
         "layer 1, head 2, it → animal 0.64."
     )
+
+
+def test_sinks_are_counted_on_cls_and_sep_together_not_on_every_special_token():
+    """A head half on an [UNK] in the sentence and a quarter on each of [CLS] and [SEP]
+    is not a sink: [UNK] stands for a piece of the sentence."""
+    tokens = ["[CLS]", "我", "[UNK]", "北", "[SEP]"]
+    patterns = np.full((1, 2, 5, 5), 0.2)
+    patterns[0, 0] = [0.25, 0.0, 0.5, 0.0, 0.25]  # not over half on [CLS] + [SEP]
+    patterns[0, 1] = [0.3, 0.1, 0.2, 0.1, 0.3]  # 0.6 on them: a sink
+    sinks = sink_positions(5, causal=False)
+    assert sinks == (0, 4)
+    assert sink_heads(patterns, sinks).tolist() == [[False, True]]
+    text = s.all_heads_summary(patterns, tokens, (0, 2, 4), sinks)
+    assert "1 of 2 heads put over half their weight on [CLS] and [SEP] together" in text
+
+
+def test_a_decoder_s_sink_is_its_first_token():
+    patterns = np.tril(np.ones((1, 1, 4, 4)))
+    patterns /= patterns.sum(axis=-1, keepdims=True)  # row q spreads over q + 1 tokens
+    assert sink_positions(4, causal=True) == (0,)
+    share = patterns[0, 0, :, 0].mean()  # (1 + 1/2 + 1/3 + 1/4) / 4 ≈ 0.52
+    assert share > 0.5 and sink_heads(patterns, (0,)).tolist() == [[True]]
+    text = s.all_heads_summary(patterns, ["The", "cat", "sat", "down"], (), (0,))
+    assert text.endswith("1 of 1 heads put over half their weight on the first token, The.")
 
 
 def test_token_focus_names_the_best_head_and_the_mean_target():
