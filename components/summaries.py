@@ -225,11 +225,16 @@ def peaks_summary(curves: Mapping[str, tuple[Sequence, Sequence]]) -> str:
 
 def values_at_summary(curves: Mapping[str, tuple[Sequence, Sequence]], at) -> str:
     """Every line's value at one x: "at 32: sinusoidal 0.31; RoPE 0.12; …"."""
-    values = {}
+    values, missing = {}, []
     for name, (x, y) in curves.items():
         hits = np.flatnonzero(np.asarray(x) == at)
-        values[name] = float(np.asarray(y, dtype=np.float64)[hits[0]]) if hits.size else np.nan
-    return t("summary.at", x=_label(at)) + " " + bars_summary(values)
+        value = float(np.asarray(y, dtype=np.float64)[hits[0]]) if hits.size else np.nan
+        if np.isnan(value):  # a line that ends before `at` (a learned table's last row)
+            missing.append(f"{name} {t('summary.no_value')}")
+        else:
+            values[name] = value
+    shown = [bars_summary(values)] if values else []
+    return t("summary.at", x=_label(at)) + " " + SEPARATOR.join([*shown, *missing])
 
 
 def medians_summary(values: Mapping[str, Sequence]) -> str:

@@ -128,6 +128,16 @@ def test_peaks_values_at_medians_and_means():
     assert s.means_summary({"F": np.array([[0.5, 1.0]])}) == "Mean: F 0.75"
 
 
+def test_a_line_that_ends_before_the_point_asked_has_no_value_there_not_nan():
+    x = np.arange(4)
+    learned = np.array([1.0, 0.5, 0.2, np.nan])  # a table with three rows, asked at 3
+    summary = s.values_at_summary(
+        {"sinusoidal": (x, [1, 0.9, 0.8, 0.7]), "learned": (x, learned)}, 3
+    )
+    assert summary == "At 3: sinusoidal 0.7; learned no value"
+    assert "NaN" not in summary
+
+
 def test_waves_count_sign_changes():
     table = pe.sinusoidal_table(64, 8)
     text = s.waves_summary(table, [0])
