@@ -624,7 +624,8 @@ def attention_model_shown(key: str):
 
 @st.cache_resource(show_spinner=False)
 def _shipped_model_worker_slot():
-    from models.forward_worker import WorkerSlot, worker_wanted
+    from models.forward_worker import worker_wanted
+    from models.worker_slot import WorkerSlot
 
     return WorkerSlot(load_encoder().path) if worker_wanted() else None
 
@@ -632,7 +633,7 @@ def _shipped_model_worker_slot():
 def shipped_model_worker():
     """The shipped model's forward passes in a process of their own (started by
     leave_pass_ahead; models/forward_worker.py), or None where the operator turned it off.
-    A worker that has failed is replaced, a few times at most (WorkerSlot)."""
+    A worker that has failed is replaced, a few times at most (models/worker_slot.py)."""
     slot = _shipped_model_worker_slot()
     return None if slot is None else slot.worker()
 
