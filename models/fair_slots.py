@@ -99,11 +99,21 @@ class FairSlots:
             self.leave(run)
 
     def enter(
-        self, run: Run, until: float | None = None, clock: Callable[[], float] = time.monotonic
+        self,
+        run: Run,
+        until: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        returning: bool = False,
     ) -> None:
-        """Wait for a slot (see the class); the caller gives it back with `leave(run)`."""
+        """Wait for a slot (see the class); the caller gives it back with `leave(run)`.
+
+        A `returning` run (one that gave its slot back a moment to wait on something
+        else, models/runtime.py) goes to the head of the queue: it was served already."""
         with self._cond:
-            self._waiting.append(run)
+            if returning:
+                self._waiting.appendleft(run)
+            else:
+                self._waiting.append(run)
             # A waiting older run of this session is woken to see that it is superseded.
             self._cond.notify_all()
             try:

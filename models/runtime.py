@@ -6,6 +6,7 @@ Plain Python and torch, no Streamlit: the app's loaders and frame call these.
 from __future__ import annotations
 
 import gc
+import math
 import os
 import threading
 import time
@@ -155,8 +156,10 @@ def runs_in_turn(run: Run | None = None) -> Iterator[None]:
 
 @contextmanager
 def _page_slot_given_back() -> Iterator[Run | None]:
-    """This thread's page slot given back meanwhile, if it holds one, and taken again (in
-    turn) after; yields this thread's run (None outside a page)."""
+    """This thread's page slot given back meanwhile, if it holds one, and taken again
+    after, before any run that has not yet had its turn (a cache hit, which waits for
+    nothing, then costs the page at most one other page's run under load, not the whole
+    queue); yields this thread's run (None outside a page)."""
     run = getattr(_this_thread, "run", None)
     holding = run is not None and getattr(_this_thread, "holding", False)
     if holding:
@@ -166,7 +169,7 @@ def _page_slot_given_back() -> Iterator[Run | None]:
         yield run
     finally:
         if holding:
-            PAGE_SLOTS.enter(run)
+            PAGE_SLOTS.enter(run, returning=True)
             _this_thread.holding = True
 
 
@@ -182,13 +185,15 @@ def heavy_work(
     visitors' heavy work, and taken again (in turn) before the page goes on. Raises
     `Unfinished` if the deadline passes before the work's turn comes, `Superseded` if a
     newer run of the session started meanwhile. Work made of units checks `go_on()`
-    between them and raises `Unfinished` itself. `deadline_s` defaults to HEAVY_DEADLINE_S.
+    between them and raises `Unfinished` itself. `deadline_s` defaults to HEAVY_DEADLINE_S;
+    `math.inf` for work that cannot stop part-way and is short enough to wait for.
     """
-    until = clock() + (HEAVY_DEADLINE_S if deadline_s is None else deadline_s)
+    deadline_s = HEAVY_DEADLINE_S if deadline_s is None else deadline_s
+    until = None if math.isinf(deadline_s) else clock() + deadline_s
     with _page_slot_given_back() as run:
         heavy_run = run or lone_run()
         with HEAVY_SLOTS.turn(heavy_run, until=until, clock=clock):
-            yield lambda: clock() < until and not heavy_run.superseded
+            yield lambda: (until is None or clock() < until) and not heavy_run.superseded
 
 
 @contextmanager

@@ -215,3 +215,23 @@ def test_the_grid_of_every_head_past_its_deadline_is_unfinished_and_gives_the_sl
         every_head_effect(tiny_bert, tokenized, batch=1, go_on=go_on_then_late(go_on))
     assert stopped.value.done == 3 < stopped.value.total
     assert runtime.PAGE_SLOTS.holding() == 0 and runtime.HEAVY_SLOTS.holding() == 0
+
+
+def test_a_run_back_from_waiting_elsewhere_is_served_before_runs_not_yet_served():
+    slots = FairSlots(1)
+    back = SessionRuns().begin()
+    slots.enter(back)
+    slots.leave(back)  # gives its slot back a moment, to wait on something else
+    taken = Holder(slots.turn, SessionRuns().begin())
+    assert taken.inside.wait(HANG_S)
+    new = Holder(slots.turn, SessionRuns().begin())
+    assert until(lambda: slots.waiting() == 1)
+    returning = threading.Thread(target=slots.enter, args=(back,), kwargs={"returning": True})
+    returning.start()
+    assert until(lambda: slots.waiting() == 2)
+    taken.done()
+    returning.join(HANG_S)
+    assert not returning.is_alive() and not new.inside.is_set()
+    slots.leave(back)
+    assert new.inside.wait(HANG_S)
+    new.done()

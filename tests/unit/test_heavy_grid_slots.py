@@ -1,7 +1,8 @@
 """Two visitors' grids of every head switched off hold no page slot: a third visitor's
 page still runs while both grids are being measured (components/widgets.py
 every_head_run, models/runtime.py heavy_work). Before, each grid held one of the two
-page slots for its whole 3-4 s, and every other visitor's rerun waited behind them.
+page slots for its whole 3-4 s, and every other visitor's rerun waited behind them. The
+masks lesson's measurements a slider keys (1-5 s each) hold none either.
 
 Order and state only, observed with events; the waits are hang guards.
 """
@@ -68,3 +69,32 @@ def test_a_third_page_runs_while_two_visitors_grids_are_measured(monkeypatch):
         for thread in grids:
             thread.join(HANG_S)
     assert ran_while_grids_measured, "the third page waited for the two grids"
+
+
+def test_a_masks_measurement_a_slider_keys_holds_no_page_slot(monkeypatch):
+    from components import masks_runs
+    from models import scaling
+
+    measuring, release = threading.Event(), threading.Event()
+
+    def slow_sharpness(n_keys):  # stands in for seconds of torch
+        measuring.set()
+        assert release.wait(HANG_S)
+        return {"n_keys": n_keys}
+
+    monkeypatch.setattr(scaling, "softmax_sharpness", slow_sharpness)
+    masks_runs._sharpness_lab.clear()
+
+    def masks_page():
+        with runtime.runs_in_turn():
+            masks_runs.sharpness_lab(7)
+
+    page = threading.Thread(target=masks_page, daemon=True)
+    page.start()
+    try:
+        assert measuring.wait(HANG_S)
+        held_while_measuring = runtime.PAGE_SLOTS.holding()
+    finally:
+        release.set()
+        page.join(HANG_S)
+    assert held_while_measuring == 0
