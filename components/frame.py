@@ -31,10 +31,15 @@ from components.widgets import (
     sentence_box,
     show_notes,
 )
+from models.fair_slots import Run, SessionRuns, Superseded
 from models.inputs import Note, parse_choice
 from models.runtime import first_runs_in_turn, runs_in_turn, settle_heap_once
 
 _run = threading.local()
+# The session's runs, numbered (models/fair_slots.py): a session holds one page slot at a
+# time, and its older run, still inside torch, sees it has been superseded.
+_RUNS_KEY = "_runs"
+_runs_made = threading.Lock()
 batch_script_events()
 
 
@@ -211,7 +216,17 @@ def _become_the_app() -> None:
     st.navigation(_menu(), position="hidden")
 
 
+def begin_run() -> Run:
+    """This run of the visitor's session: the newest from now on."""
+    with _runs_made:  # a session's first two runs at once share one SessionRuns
+        runs = st.session_state.get(_RUNS_KEY)
+        if runs is None:
+            runs = st.session_state[_RUNS_KEY] = SessionRuns()
+    return runs.begin()
+
+
 def run_app() -> None:
+    this_run = begin_run()
     ask_pass_ahead()
     if _started_as_a_legacy_page():
         _become_the_app()
@@ -239,11 +254,13 @@ def run_app() -> None:
         show_run_in_sidebar()
     _run.inside = True
     try:
-        with first_runs_in_turn(page.url_path), runs_in_turn():
+        with first_runs_in_turn(page.url_path), runs_in_turn(this_run):
             page.run()
         # What the page's first run imported and cached stays out of every later
         # collection (models/runtime.py explains the cost it saves on every rerun).
         settle_heap_once(page.url_path)
+    except Superseded:
+        pass  # the visitor's newer run, already started, draws the page
     except Exception:
         # Visitors get a plain message and keep their sentence; the details go to the log.
         logging.getLogger("seqlens").exception("page %s failed", page.url_path)

@@ -8,6 +8,7 @@ They live here, not in pages/masks.py: a page runs again on every rerun, and a
 from __future__ import annotations
 
 import json
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -21,6 +22,7 @@ from components.widgets import (
 )
 from models import cost, kv_cache, masks, scaling
 from models import trained_sources as ts
+from models.runtime import heavy_work, page_slot_set_aside
 
 
 def trained_read(task: dict, text: str, limit: int, index: int = 0) -> ts.Reading:
@@ -108,14 +110,30 @@ def leakage_by_mask(ids: tuple[int, ...], position: int, new_id: int) -> dict[st
     return dict(zip(kinds, changes, strict=True))
 
 
+# The measurements below take ~1-5 s each (step_timings at 384 + 64 tokens 5 s, the
+# softmax's sharpness at 64 keys 2 s, here), each new slider value anew: they run in the
+# heavy-work pool, one at a time, holding no page slot (models/runtime.py heavy_work);
+# those a slider keys hold none either while another session measures the same value.
+# Each runs to its end (timings cut short mean nothing); a session's older run still
+# waiting for its turn gives way to its newer one.
+
+
 @st.cache_data(show_spinner=False)
 def variance_lab() -> dict[str, np.ndarray]:
-    return scaling.dot_product_variance()
+    """Once per server (no slider): only that first time may a page wait for it."""
+    with heavy_work(deadline_s=math.inf):
+        return scaling.dot_product_variance()
+
+
+def sharpness_lab(n_keys: int) -> dict[str, np.ndarray]:
+    with page_slot_set_aside():
+        return _sharpness_lab(n_keys)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def sharpness_lab(n_keys: int) -> dict[str, np.ndarray]:
-    return scaling.softmax_sharpness(n_keys=n_keys)
+def _sharpness_lab(n_keys: int) -> dict[str, np.ndarray]:
+    with heavy_work(deadline_s=math.inf):
+        return scaling.softmax_sharpness(n_keys=n_keys)
 
 
 @st.cache_resource(show_spinner=False)
@@ -132,15 +150,23 @@ def generation(prompt: tuple[int, ...], n_new: int) -> kv_cache.Generation:
     return traces().get_or_make(("generation", prompt, n_new), lambda: _generation(prompt, n_new))
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
 def step_timings(context: int, n_new: int) -> tuple[np.ndarray, np.ndarray]:
     """Timed once per (length, steps) for everyone: the time does not depend on the words."""
+    with page_slot_set_aside():
+        return _step_timings(context, n_new)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _step_timings(context: int, n_new: int) -> tuple[np.ndarray, np.ndarray]:
     prompt = load_tokenizer().encode(TIMING_TEXT).ids
     prompt = list(prompt * (context // len(prompt) + 1))[:context]
     model = load_transformer("sinusoidal", causal=True)
-    return kv_cache.step_times(model, load_lm_head(), prompt, n_new)
+    with heavy_work(deadline_s=math.inf):  # timed alone, too: no other heavy work beside it
+        return kv_cache.step_times(model, load_lm_head(), prompt, n_new)
 
 
 @st.cache_data(show_spinner=False)
 def cost_lab() -> dict[str, np.ndarray]:
-    return cost.measure()
+    """Once per server, as variance_lab."""
+    with heavy_work(deadline_s=math.inf):
+        return cost.measure()

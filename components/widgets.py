@@ -624,7 +624,8 @@ def attention_model_shown(key: str):
 
 @st.cache_resource(show_spinner=False)
 def _shipped_model_worker_slot():
-    from models.forward_worker import WorkerSlot, worker_wanted
+    from models.forward_worker import worker_wanted
+    from models.worker_slot import WorkerSlot
 
     return WorkerSlot(load_encoder().path) if worker_wanted() else None
 
@@ -632,7 +633,7 @@ def _shipped_model_worker_slot():
 def shipped_model_worker():
     """The shipped model's forward passes in a process of their own (started by
     leave_pass_ahead; models/forward_worker.py), or None where the operator turned it off.
-    A worker that has failed is replaced, a few times at most (WorkerSlot)."""
+    A worker that has failed is replaced, a few times at most (models/worker_slot.py)."""
     slot = _shipped_model_worker_slot()
     return None if slot is None else slot.worker()
 
@@ -745,12 +746,26 @@ def ablation_run(key: str, text: str, heads: tuple[tuple[int, int], ...]):
     return ablate(model, model.tokenize(text), heads)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
 def every_head_run(key: str, text: str) -> np.ndarray:
+    """Every head switched off alone in turn (models/ablation.py): seconds of work, done
+    in the heavy-work pool under a deadline (models/runtime.py heavy_work), never in a
+    page slot, not even while waiting for another session computing the same grid.
+    Raises `Unfinished` (nothing cached) when the deadline passed or a newer run began."""
+    from models.runtime import page_slot_set_aside
+
+    with page_slot_set_aside():
+        return _every_head_measured(key, text)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _every_head_measured(key: str, text: str) -> np.ndarray:
     from models.ablation import every_head_effect
+    from models.runtime import heavy_work
 
     model = attention_model(key)
-    return every_head_effect(model, model.tokenize(text))
+    tokenized = model.tokenize(text)
+    with heavy_work() as go_on:
+        return every_head_effect(model, tokenized, go_on=go_on)
 
 
 # --- SeqLens's own small models (models/tokenizer.py, models/transformer.py) ---

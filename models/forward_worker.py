@@ -14,7 +14,7 @@ bit; it sends the part the lesson reads (`attention_trace`: tokens and patterns)
 Requests and answers are JSON and raw array bytes over the child's stdin and stdout:
 nothing is unpickled. Whenever the child cannot answer (not started, still loading, gone,
 too slow), the caller gets None and runs the model itself; a child that has failed is
-replaced a few times at most (`WorkerSlot`).
+replaced a few times at most (models/worker_slot.py).
 """
 
 from __future__ import annotations
@@ -37,16 +37,15 @@ import numpy as np
 from models.inputs import Tokenized
 
 _LOG = logging.getLogger(__name__)
-# Longest wait for one answer: a pass of 128 tokens takes ~0.2 s; far beyond that the
-# child is taken for stuck, stopped, and the caller runs the pass itself.
-ANSWER_TIMEOUT_S = 30.0
+# Longest time a pass may be with the child, counted from when it was sent (a pass asked
+# ahead may be sent long before anyone waits for it, one behind another pass later): a
+# pass of 128 tokens takes ~0.2 s, 1-2 s on a loaded machine; beyond 3 s the child is
+# taken for stuck (stopped by a signal, starved, swapping), stopped, and every caller
+# runs its pass itself.
+ANSWER_TIMEOUT_S = 3.0
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Passes asked ahead and not yet collected that are kept (see ForwardWorker.ask_ahead).
 AHEAD_KEPT = 8
-# A failed child is replaced (WorkerSlot) this many times at most, and never sooner than
-# this after the failed one was made: one that cannot even load is not started in a loop.
-RESTARTS = 3
-RESTART_AFTER_S = 30.0
 
 
 def worker_wanted(environ=None) -> bool:
@@ -169,16 +168,20 @@ class ForwardWorker:
     the caller runs the pass itself. Thread-safe.
     """
 
-    def __init__(self, model_path: Path, answer_timeout_s: float = ANSWER_TIMEOUT_S):
+    def __init__(
+        self, model_path: Path, answer_timeout_s: float = ANSWER_TIMEOUT_S, clock=time.monotonic
+    ):
         self.model_path = Path(model_path)
         self.answer_timeout_s = answer_timeout_s
+        self._clock = clock
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
         self._ready = threading.Event()
         self._failed = False
-        # Passes asked for and not yet sent, in order; the one the child is running.
+        # Passes asked for and not yet sent, in order; the one the child is running (its
+        # future, its token ids, when it was sent).
         self._queue: deque[tuple[Future, Tokenized]] = deque()
-        self._running: tuple[Future, tuple[int, ...]] | None = None
+        self._running: tuple[Future, tuple[int, ...], float] | None = None
         # Passes asked for ahead of the page that will use them, by text (ask_ahead).
         self._ahead: OrderedDict[str, tuple[Tokenized, Future]] = OrderedDict()
 
@@ -232,7 +235,7 @@ class ForwardWorker:
             future, tokenized = self._queue.popleft()
             if not future.set_running_or_notify_cancel():
                 continue  # cancelled while it waited
-            self._running = (future, tuple(tokenized.ids))
+            self._running = (future, tuple(tokenized.ids), self._clock())
             try:
                 write_frame(self._process.stdin, _request(tokenized))
                 self._process.stdin.flush()
@@ -242,18 +245,45 @@ class ForwardWorker:
             return
 
     def wait(self, future: Future | None) -> dict[str, np.ndarray] | None:
-        """The trace a submitted pass gave, or None if the child could not give it."""
+        """The trace a submitted pass gave, or None if the child could not give it.
+
+        Waits while the child keeps answering: for the pass it runs now, until
+        `answer_timeout_s` after that pass was sent, then for the next. A child past that
+        is taken for stuck and stopped, and None sends the caller to run the pass itself.
+        """
         if future is None:
             return None
         try:
-            return future.result(timeout=self.answer_timeout_s)
-        except TimeoutError:
-            _LOG.error("the forward worker gave no answer in %.0f s", self.answer_timeout_s)
-            with self._lock:
-                self._stop()
+            while True:
+                try:
+                    return future.result(timeout=self._time_left())
+                except TimeoutError:
+                    if self._stop_if_stuck():
+                        return None
         except Exception as error:  # noqa: BLE001  (logged where it failed; the caller runs it)
             _LOG.debug("a pass in the forward worker failed: %r", error)
         return None
+
+    def _time_left(self) -> float:
+        """Until the running pass is past its time (a full timeout when none runs)."""
+        with self._lock:
+            if self._running is None:
+                return self.answer_timeout_s
+            return max(0.0, self._running[2] + self.answer_timeout_s - self._clock())
+
+    def _stop_if_stuck(self) -> bool:
+        """Stop the child if its running pass is past its time; whether it did."""
+        with self._lock:
+            running = self._running
+            if running is None or self._clock() - running[2] < self.answer_timeout_s:
+                return False
+            _LOG.error(
+                "the forward worker gave no answer %.0f s after a pass was sent; "
+                "it is stopped and passes run in the server",
+                self.answer_timeout_s,
+            )
+            self._stop()
+            return True
 
     def run_with_cache(self, tokenized: Tokenized) -> dict[str, np.ndarray] | None:
         """The child's trace of `tokenized`, or None when the child cannot answer."""
@@ -297,7 +327,7 @@ class ForwardWorker:
                 with self._lock:
                     if self._running is None:
                         raise ValueError("an answer nobody asked for")
-                    (future, ids), self._running = self._running, None
+                    (future, ids, _), self._running = self._running, None
                     self._send_next()
                 if header.startswith(b"{"):  # that pass failed in the child, the child is fine
                     _LOG.error("a pass failed in the forward worker: %s", header[:500])
@@ -336,49 +366,6 @@ class ForwardWorker:
                 self._process.wait(timeout=5)
             with contextlib.suppress(OSError, ValueError):  # already closed, or broken
                 self._process.stdin.close()
-
-
-class WorkerSlot:
-    """The worker of one model folder, replaced by a new one when it has failed.
-
-    A child can fail long after it started: the kernel's out-of-memory killer, an
-    operator's kill, a pass stuck past its timeout. Its server then ran every pass itself
-    until restarted. `worker()` hands out a new, not yet started worker in its place
-    (`start()` is the caller's, as for the first), at most `restarts` times and never
-    within `restart_after_s` of the failed one being made. Until the new child is ready,
-    passes run in the server, as they did meanwhile. Thread-safe.
-    """
-
-    def __init__(
-        self,
-        model_path: Path,
-        restarts: int = RESTARTS,
-        restart_after_s: float = RESTART_AFTER_S,
-        clock=time.monotonic,
-    ):
-        self.model_path = Path(model_path)
-        self.restarts_left = restarts
-        self.restart_after_s = restart_after_s
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._worker = ForwardWorker(self.model_path)
-        self._made_at = clock()
-
-    def worker(self) -> ForwardWorker:
-        """The current worker: a new one if the last has failed and may be replaced."""
-        with self._lock:
-            if (
-                self._worker.failed
-                and self.restarts_left > 0
-                and self._clock() - self._made_at >= self.restart_after_s
-            ):
-                self.restarts_left -= 1
-                _LOG.warning(
-                    "starting a new forward worker (%d more restarts allowed)", self.restarts_left
-                )
-                self._worker = ForwardWorker(self.model_path)
-                self._made_at = self._clock()
-            return self._worker
 
 
 if __name__ == "__main__":

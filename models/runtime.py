@@ -6,17 +6,30 @@ Plain Python and torch, no Streamlit: the app's loaders and frame call these.
 from __future__ import annotations
 
 import gc
+import math
 import os
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+
+from models.fair_slots import FairSlots, Run, lone_run
 
 _settled: set[str] = set()
 _settled_lock = threading.Lock()
 _first_run = threading.Lock()
 # How many pages run at once; the others wait their turn (see runs_in_turn).
 PAGES_AT_ONCE = 2
-_page_slots = threading.BoundedSemaphore(PAGES_AT_ONCE)
+PAGE_SLOTS = FairSlots(PAGES_AT_ONCE)
+# Multi-second work (every head switched off in turn) runs one at a time, outside the
+# page slots: on two cores the other core stays with the page runs (see heavy_work).
+HEAVY_AT_ONCE = 1
+HEAVY_SLOTS = FairSlots(HEAVY_AT_ONCE)
+# How long heavy work may take, counted from when its page asked for it (waiting for its
+# turn included): alone, the longest (MiniLM's 72 heads at 128 tokens) takes ~2 s here.
+HEAVY_DEADLINE_S = 6.0
+# The run each page thread is in, while it holds a page slot (see runs_in_turn).
+_this_thread = threading.local()
 # Set by a loader that brought a model in: the next settle_heap_once settles, whatever page.
 _settle_asked = threading.Event()
 
@@ -119,16 +132,73 @@ def first_runs_in_turn(name: str) -> Iterator[None]:
 
 
 @contextmanager
-def runs_in_turn() -> Iterator[None]:
-    """Run a page's code once fewer than PAGES_AT_ONCE pages are running.
+def runs_in_turn(run: Run | None = None) -> Iterator[None]:
+    """Run a page's code once a page slot is free for `run`'s session (PAGE_SLOTS).
 
     Streamlit runs every visitor's rerun in a thread of its own, and Python's lock goes
     round all of them: when a class sends 40 sentences at once, each rerun advances a
     little at a time and they all finish near the end, so the first visitor waits about
-    as long as the last. Taken in turn (waiting threads are woken first come, first
-    served), the first are answered first and the last no later than before. Two at
-    once, because torch works without Python's lock: one page's matrix products run on
-    one core while the other page runs Python on the other.
+    as long as the last. Taken in turn (first come, first served), the first are answered
+    first and the last no later than before. Two at once, because torch works without
+    Python's lock: one page's matrix products run on one core while the other page runs
+    Python on the other. One per session: a session's newer run waits for its older run
+    (stopped at its next Streamlit call) instead of taking the second slot, and gives way
+    to an even newer one (`Superseded`). Without a run: a session of its own.
     """
-    with _page_slots:
+    run = run or lone_run()
+    with PAGE_SLOTS.turn(run):
+        _this_thread.run, _this_thread.holding = run, True
+        try:
+            yield
+        finally:
+            _this_thread.run, _this_thread.holding = None, False
+
+
+@contextmanager
+def _page_slot_given_back() -> Iterator[Run | None]:
+    """This thread's page slot given back meanwhile, if it holds one, and taken again
+    after, before any run that has not yet had its turn (a cache hit, which waits for
+    nothing, then costs the page at most one other page's run under load, not the whole
+    queue); yields this thread's run (None outside a page)."""
+    run = getattr(_this_thread, "run", None)
+    holding = run is not None and getattr(_this_thread, "holding", False)
+    if holding:
+        PAGE_SLOTS.leave(run)
+        _this_thread.holding = False
+    try:
+        yield run
+    finally:
+        if holding:
+            PAGE_SLOTS.enter(run, returning=True)
+            _this_thread.holding = True
+
+
+@contextmanager
+def heavy_work(
+    deadline_s: float | None = None, clock: Callable[[], float] = time.monotonic
+) -> Iterator[Callable[[], bool]]:
+    """Run multi-second work of this thread's page in HEAVY_SLOTS, not in its page slot.
+
+    Yields `go_on()`: whether the work may start its next unit (its deadline has not
+    passed, and its session has started no newer run). The page slot is given back while
+    the work waits and runs, so a third visitor's quick rerun is never held behind two
+    visitors' heavy work, and taken again (in turn) before the page goes on. Raises
+    `Unfinished` if the deadline passes before the work's turn comes, `Superseded` if a
+    newer run of the session started meanwhile. Work made of units checks `go_on()`
+    between them and raises `Unfinished` itself. `deadline_s` defaults to HEAVY_DEADLINE_S;
+    `math.inf` for work that cannot stop part-way and is short enough to wait for.
+    """
+    deadline_s = HEAVY_DEADLINE_S if deadline_s is None else deadline_s
+    until = None if math.isinf(deadline_s) else clock() + deadline_s
+    with _page_slot_given_back() as run:
+        heavy_run = run or lone_run()
+        with HEAVY_SLOTS.turn(heavy_run, until=until, clock=clock):
+            yield lambda: (until is None or clock() < until) and not heavy_run.superseded
+
+
+@contextmanager
+def page_slot_set_aside() -> Iterator[None]:
+    """Give this thread's page slot back while it waits on something that needs no slot
+    of its own (another session computing the same cached value), then take it again."""
+    with _page_slot_given_back():
         yield

@@ -63,8 +63,10 @@ from models.attention_stats import (
 )
 from models.catalog import SHIPPED_KEY
 from models.checkpoints import CheckpointError
+from models.fair_slots import Superseded, Unfinished
 from models.model_files import ModelRefused
 from models.pretrained import stack_patterns
+from models.runtime import HEAVY_DEADLINE_S
 
 FAMILIES = {
     "bert": "BERT",
@@ -439,7 +441,22 @@ def statistics_section() -> None:
 
 
 def every_head_grid() -> None:
-    effects = every_head_run(model_key, sentence.text)
+    try:
+        effects = every_head_run(model_key, sentence.text)
+    except Superseded:
+        raise  # this visitor's newer run draws the page instead (components/frame.py)
+    except Unfinished as stopped:
+        # Past its deadline (a busy server): said plainly, with a way to ask again.
+        st.warning(
+            t(
+                "heads.effect_unfinished",
+                seconds=HEAVY_DEADLINE_S,
+                done=stopped.done,
+                total=n_layers * n_heads,
+            )
+        )
+        st.button(t("heads.effect_retry"), key="every_head_retry")
+        return
     effect_name = "kl" if cfg.causal else "distance"
     strongest = np.unravel_index(int(np.argmax(effects)), effects.shape)
     show_chart(

@@ -4,6 +4,10 @@ server runs the pass itself."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -13,8 +17,8 @@ import pytest
 
 from models.forward_worker import (
     AHEAD_KEPT,
+    ANSWER_TIMEOUT_S,
     ForwardWorker,
-    WorkerSlot,
     decode_trace,
     encode_trace,
     worker_wanted,
@@ -22,6 +26,7 @@ from models.forward_worker import (
 from models.inputs import Tokenized
 from models.pretrained import PretrainedEncoder, attention_trace
 from models.runtime import limit_threads
+from models.worker_slot import WorkerSlot
 
 SENTENCE = "The animal didn't cross the street because it was too tired"
 TEXTS = ("", "hi", SENTENCE, " ".join([SENTENCE] * 12))  # 2 tokens up to the 128 cap
@@ -294,3 +299,72 @@ def test_the_shipped_models_pass_goes_to_its_worker_and_to_the_server_when_it_ca
     assert widgets._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"tokens": "in the server"}
     monkeypatch.setattr(widgets, "shipped_model_worker", lambda: None)
     assert widgets._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"tokens": "in the server"}
+
+
+# A bound on a pass that must fall back to the server: far above ANSWER_TIMEOUT_S and the
+# pass itself, far below a stuck child's old 30 s (a hang guard, not a measurement).
+FALLBACK_LIMIT_S = 15
+
+
+def test_a_stopped_childs_pass_runs_in_the_server_and_gives_the_same_trace(minilm, monkeypatch):
+    """A child stopped by a signal (SIGSTOP) never answers; the visitor's pass runs in the
+    server once the pass has been with the child ANSWER_TIMEOUT_S."""
+    from components import widgets
+    from models.catalog import SHIPPED_KEY
+
+    worker = ready_worker(minilm.path)
+    assert worker.ready
+    monkeypatch.setattr(widgets, "shipped_model_worker", lambda: worker)
+    os.kill(worker._process.pid, signal.SIGSTOP)
+    got = []
+    try:
+        thread = threading.Thread(
+            target=lambda: got.append(widgets._traced(SHIPPED_KEY, minilm, SENTENCE)),
+            daemon=True,
+        )
+        thread.start()
+        thread.join(FALLBACK_LIMIT_S)
+        assert got, f"no answer within {FALLBACK_LIMIT_S} s while the child was stopped"
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # already stopped for good
+            os.kill(worker._process.pid, signal.SIGCONT)
+        worker.close()
+    tokenized, trace = got[0]
+    expected = attention_trace(minilm.run_with_cache(tokenized))
+    assert list(trace) == list(expected)
+    for name, array in expected.items():
+        assert np.array_equal(trace[name], array), name
+    assert worker.failed  # taken for stuck: stopped, and replaced later (WorkerSlot)
+
+
+def test_the_answer_timeout_counts_from_when_the_pass_was_sent(minilm):
+    """A pass asked ahead is sent at once; one who collects it after the timeout has passed
+    since then waits no longer for a child that has not answered."""
+    clock = Clock()
+    worker = started(ForwardWorker(minilm.path, clock=clock))
+    assert worker.ready
+    os.kill(worker._process.pid, signal.SIGSTOP)
+    got = []
+    try:
+        future = worker.submit(minilm.tokenize(SENTENCE))
+        clock.now += ANSWER_TIMEOUT_S  # the page drew its frame meanwhile
+        thread = threading.Thread(target=lambda: got.append(worker.wait(future)), daemon=True)
+        thread.start()
+        thread.join(FALLBACK_LIMIT_S)
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # already stopped for good
+            os.kill(worker._process.pid, signal.SIGCONT)
+        worker.close()
+    assert got == [None] and worker.failed
+
+
+def test_a_worker_given_up_for_good_says_so_in_the_log_once(tmp_path, caplog):
+    clock = Clock()
+    slot = WorkerSlot(tmp_path / "no-such-model", restarts=1, restart_after_s=30, clock=clock)
+    with caplog.at_level(logging.WARNING, logger="models"):
+        for _ in range(4):
+            assert started(slot.worker()).failed
+            clock.now += 30
+    gone = [r for r in caplog.records if "gone for good" in r.getMessage()]
+    assert len(gone) == 1 and gone[0].levelno == logging.ERROR
+    assert "runs in the server process" in gone[0].getMessage()
