@@ -108,11 +108,14 @@ def _outputs(positional: str, tokens) -> np.ndarray:
 
 
 @pytest.mark.parametrize("order", ["reverse", "rotate", "shuffle"])
-def test_without_positions_the_encoder_is_permutation_equivariant(order):
+def test_without_positions_the_encoder_is_permutation_equivariant(order, float32_atol):
     perm = pe.permutation(len(TOKENS), order, seed=1)
-    effect = pe.order_effect(_outputs("none", TOKENS), _outputs("none", TOKENS[perm]), perm)
-    assert effect["max_error"] < 1e-5
-    assert effect["pooled"] < 1e-5
+    outputs = _outputs("none", TOKENS)
+    effect = pe.order_effect(outputs, _outputs("none", TOKENS[perm]), perm)
+    # Reordered tokens sum the same products in another order: rounding alone remains.
+    noise = float32_atol(outputs, ACCUMULATED)
+    assert effect["max_error"] < noise
+    assert effect["pooled"] < noise * math.sqrt(SMALL.d_model)
 
 
 @pytest.mark.parametrize("positional", ["sinusoidal", "learned", "rope", "alibi"])
@@ -123,11 +126,12 @@ def test_with_an_encoding_reordering_changes_the_outputs(positional):
     assert effect["per_token"].min() > 1e-3
 
 
-def test_symmetric_alibi_cannot_tell_a_sentence_from_its_reverse():
+def test_symmetric_alibi_cannot_tell_a_sentence_from_its_reverse(float32_atol):
     """Reversal keeps every |q − k|, the only thing the encoder's ALiBi bias sees."""
     perm = pe.permutation(len(TOKENS), "reverse")
-    effect = pe.order_effect(_outputs("alibi", TOKENS), _outputs("alibi", TOKENS[perm]), perm)
-    assert effect["max_error"] < 1e-5
+    outputs = _outputs("alibi", TOKENS)
+    effect = pe.order_effect(outputs, _outputs("alibi", TOKENS[perm]), perm)
+    assert effect["max_error"] < float32_atol(outputs, ACCUMULATED)
     causal = Transformer(replace(SMALL, positional="alibi", causal=True), seed=4)
     a, _ = causal.run_with_cache(TOKENS)
     b, _ = causal.run_with_cache(TOKENS[perm])
