@@ -11,7 +11,8 @@ from components.i18n import t
 from models import inputs
 from models.inputs import MAX_CHARS, READ_CHARS
 
-EIGHT_MB = 8 * 2**20
+# Streamlit ignores a whole query string of more than 524,288 characters, and refuses
+# a client's message over 1 MB: a link just under both still reaches the box.
 LINK_CHARS = 500_000
 LESSON = "positional"
 
@@ -22,8 +23,6 @@ def the_page_used_the_first_max_chars(at: AppTest) -> bool:
 
 
 def test_a_half_megabyte_link_sentence_is_cut_to_the_box_and_to_max_chars():
-    # Streamlit ignores a whole query string of more than 524,288 characters; a link
-    # just under that still reaches the box.
     at = open_lesson(LESSON, "word " * (LINK_CHARS // 5))
     assert not at.exception, [e.value for e in at.exception]
     box = at.text_input(key="sentence")
@@ -35,7 +34,9 @@ def test_a_half_megabyte_link_sentence_is_cut_to_the_box_and_to_max_chars():
     assert expected in messages(at)
 
 
-def test_an_eight_megabyte_sentence_in_the_session_is_cut_before_cleaning(monkeypatch):
+def test_a_long_sentence_in_the_session_is_cut_before_cleaning(monkeypatch):
+    # No client can put more in the session: a message over 1 MB closes its websocket
+    # (server.maxWidgetStateSize; tests/load/test_big_sentence.py sends 8 MB).
     normalized: list[int] = []
     real_normalize = inputs.unicodedata.normalize
 
@@ -44,7 +45,7 @@ def test_an_eight_megabyte_sentence_in_the_session_is_cut_before_cleaning(monkey
         return real_normalize(form, text)
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT)
-    at.session_state["sentence"] = "x" * EIGHT_MB
+    at.session_state["sentence"] = "x" * LINK_CHARS
     monkeypatch.setattr(inputs.unicodedata, "normalize", recording)
     at.run()
     at.switch_page(f"pages/{LESSON}.py").run()
