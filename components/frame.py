@@ -17,6 +17,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from components.class_password import password_passed
 from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, set_language, t
 from components.lessons import LESSONS
 from components.script_events import batch_script_events
@@ -248,6 +249,8 @@ def run_app() -> None:
     keep_pass_ahead_for(page.url_path)
     heading.title(t("app.title"))
     heading.caption(t("app.tagline"))
+    if not password_passed():
+        return
     sentence_box(page.url_path)
     format_choices()
     if page.url_path != "training":  # the lab asks about its run itself

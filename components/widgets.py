@@ -34,6 +34,7 @@ from components.visitor_links import (  # noqa: F401  (the pages import them fro
 )
 from models.inputs import (
     ACTIVE_WINDOW_S,
+    READ_CHARS,
     Note,
     PreparedText,
     parse_choice,
@@ -100,6 +101,8 @@ def sentence_box(lesson: str = "") -> None:
         t("app.sentence_label"),
         value=DEFAULT_SENTENCE,
         key=SENTENCE_KEY,
+        # Also cuts a longer value from the link or a script before the page reads it.
+        max_chars=READ_CHARS,
         live=f"{sentence_pause_ms(visitors_answered())}ms",
         bind="query-params",
         help=t("app.sentence_help"),
@@ -114,8 +117,18 @@ def sentence_box(lesson: str = "") -> None:
     )
 
 
+# The last sentence prepared in this session, with its raw text: the frame's pass ahead
+# and the page read it in the same run, and cleaning is the one step that reads it all.
+_PREPARED_KEY = "_prepared_sentence"
+
+
 def current_sentence() -> PreparedText:
-    return prepare_sentence(st.session_state.get(SENTENCE_KEY, DEFAULT_SENTENCE))
+    raw = st.session_state.get(SENTENCE_KEY, DEFAULT_SENTENCE)
+    kept = st.session_state.get(_PREPARED_KEY)
+    if kept is None or kept[0] != raw:
+        kept = (raw, prepare_sentence(raw))
+        st.session_state[_PREPARED_KEY] = kept
+    return kept[1]
 
 
 def sentence_or_stop() -> PreparedText:

@@ -12,6 +12,20 @@ import unicodedata
 from dataclasses import dataclass, field
 
 MAX_CHARS = 2000
+# Of a raw text, prepare_sentence reads at most this many characters per character it
+# keeps: room for the spaces and invisible characters cleaning removes, while NFC and
+# the strip below only ever see a bounded string (an 8 MB text took 2.3 s a rerun).
+READ_PER_KEPT_CHAR = 4
+
+
+def chars_read(max_chars: int) -> int:
+    """How much of a raw text prepare_sentence reads when it keeps `max_chars`."""
+    return READ_PER_KEPT_CHAR * max_chars
+
+
+# The sentence boxes take no more than this (their max_chars): a longer value, from a
+# link or a script, reaches the page cut to this length.
+READ_CHARS = chars_read(MAX_CHARS)
 # How long the sentence box waits after a key before it commits (Streamlit's default is
 # 250 ms), by how many visitors the server is answering. A short pause answers one
 # visitor sooner: on the attention page, last key → charts redrawn took 256–263 ms with
@@ -100,17 +114,34 @@ def _strip_invisible(text: str) -> tuple[str, int]:
     return "".join(kept), removed
 
 
+def _truncation_note(raw_length: int, cleaned_length: int, max_chars: int) -> Note | None:
+    """What the visitor is told about a cut: the length of the text they sent, which
+    is exact unless it is as long as a sentence box takes (it may have been longer)."""
+    limit = chars_read(max_chars)
+    if raw_length == limit:
+        return Note("truncated_chars_at_least", {"cap": max_chars, "original": raw_length})
+    if raw_length > limit:
+        return Note("truncated_chars", {"cap": max_chars, "original": raw_length})
+    if cleaned_length > max_chars:
+        return Note("truncated_chars", {"cap": max_chars, "original": cleaned_length})
+    return None
+
+
 def prepare_sentence(raw: object, max_chars: int = MAX_CHARS) -> PreparedText:
-    """Clean `raw` into text a model can read, with a note for every change made."""
+    """Clean `raw` into text a model can read, with a note for every change made.
+
+    Only the first chars_read(max_chars) characters are read: the work is bounded
+    however long the text that arrives."""
     if not isinstance(raw, str):
         raw = "" if raw is None else str(raw)
     notes: list[Note] = []
-    text, removed = _strip_invisible(unicodedata.normalize("NFC", raw))
+    text, removed = _strip_invisible(unicodedata.normalize("NFC", raw[: chars_read(max_chars)]))
     if removed:
         notes.append(Note("removed_invisible", {"count": removed}))
     text = " ".join(text.split())
-    if len(text) > max_chars:
-        notes.append(Note("truncated_chars", {"cap": max_chars, "original": len(text)}))
+    truncation = _truncation_note(len(raw), len(text), max_chars)
+    if truncation is not None:
+        notes.append(truncation)
         text = text[:max_chars].rstrip()
     if not text:
         notes.append(Note("empty_text"))

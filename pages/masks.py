@@ -35,7 +35,7 @@ from components.widgets import (
 from models import cost, kv_cache, masks, scaling
 from models import trained_sources as ts
 from models.checkpoints import Checkpoint, CheckpointError
-from models.inputs import prepare_sentence, tokenization_notes
+from models.inputs import READ_CHARS, prepare_sentence, tokenization_notes
 from models.tokenizer import PAD, SPECIAL_TOKENS
 
 enter_lesson()
@@ -188,6 +188,7 @@ def step_controls() -> StepSetup:
         t("masks.second_label"),
         value=DEFAULT_SECOND,
         key=SECOND_KEY,
+        max_chars=READ_CHARS,
         bind="query-params",
         help=t("masks.second_help"),
     )

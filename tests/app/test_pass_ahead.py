@@ -92,3 +92,22 @@ def test_another_model_asks_nothing_ahead(worker):
     at.text_input(key="sentence").set_value("Another sentence for the trained model").run()
     assert not at.exception
     assert worker.asked == []
+
+
+def test_a_rerun_prepares_the_sentence_once_for_the_pass_ahead_and_the_page(worker, monkeypatch):
+    """The frame's pass ahead and the page read one prepared sentence: cleaning a text
+    twice a run doubled what a long one cost."""
+    at = open_lesson("heads", "A sentence prepared once a run")
+    prepared: list[str] = []
+    real_prepare = widgets.prepare_sentence
+
+    def recording(raw, *args, **kwargs):
+        prepared.append(raw)
+        return real_prepare(raw, *args, **kwargs)
+
+    monkeypatch.setattr(widgets, "prepare_sentence", recording)
+    text = "The next sentence is cleaned once"
+    at.text_input(key="sentence").set_value(text).run()
+    assert not at.exception
+    assert worker.asked[-1] == text
+    assert prepared == [text]

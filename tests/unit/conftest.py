@@ -66,3 +66,27 @@ def every_plain_figure_as_plotly_checks_it(monkeypatch):
     for fig in built:
         plain, checked = fig.json_pair()
         assert plain == checked
+
+
+FLOAT32_EPS = float(np.finfo(np.float32).eps)
+
+
+def _float32_atol(reference, terms: int, ulps: float = 8.0) -> float:
+    """How far two float32 computations of the same numbers may differ on any CPU.
+
+    Two paths through the same maths (one batched pass against one pass per row, a fused
+    kernel against the steps written out) sum in different orders: which order depends
+    on the CPU's vector width and the BLAS kernel picked for the shape. Each sum of
+    `terms` rounded products drifts by about sqrt(terms) units in the last place of the
+    largest value; `ulps` leaves room for the layers those sums pass through. An
+    absolute 1e-6 on values near 3 is 4 units in the last place, which one CPU's order
+    meets and another's does not.
+    """
+    magnitude = float(np.max(np.abs(np.asarray(reference, dtype=np.float64))))
+    return ulps * FLOAT32_EPS * max(magnitude, 1.0) * float(np.sqrt(terms))
+
+
+@pytest.fixture
+def float32_atol():
+    """_float32_atol, for a test that compares two float32 computations of one result."""
+    return _float32_atol

@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from models import inputs
 from models.inputs import (
     MAX_CHARS,
+    READ_CHARS,
     Note,
     PreparedText,
     parse_choice,
@@ -60,10 +62,42 @@ def test_ten_thousand_chars_are_capped_with_a_note_naming_the_cap():
     assert _codes(prepared) == ["truncated_chars"]
 
 
+EIGHT_MB = 8 * 2**20
+
+
+def test_an_eight_megabyte_text_is_cut_before_it_is_cleaned(monkeypatch):
+    """Cleaning reads every character: a text from a script must be cut first, so one
+    visitor's 8 MB paste costs what a page's worth of text costs."""
+    normalized: list[int] = []
+    real_normalize = unicodedata.normalize
+
+    def recording(form: str, text: str) -> str:
+        normalized.append(len(text))
+        return real_normalize(form, text)
+
+    monkeypatch.setattr(inputs.unicodedata, "normalize", recording)
+    prepared = prepare_sentence("word " * (EIGHT_MB // 5))
+    assert normalized and max(normalized) <= 10 * MAX_CHARS
+    assert prepared.text == ("word " * MAX_CHARS)[:MAX_CHARS].rstrip()
+    note = _note(prepared, "truncated_chars")
+    assert note.params == {"cap": MAX_CHARS, "original": EIGHT_MB // 5 * 5}
+
+
+def test_a_text_as_long_as_a_box_takes_is_said_to_be_at_least_that_long():
+    """A sentence box keeps READ_CHARS characters of a longer value (a link's, a
+    script's): the text the page gets may have been longer, and the note says so."""
+    prepared = prepare_sentence("x" * READ_CHARS)
+    assert prepared.text == "x" * MAX_CHARS
+    note = _note(prepared, "truncated_chars_at_least")
+    assert note.params == {"cap": MAX_CHARS, "original": READ_CHARS}
+    assert _codes(prepared) == ["truncated_chars_at_least"]
+    assert READ_CHARS <= 10 * MAX_CHARS
+
+
 def test_cap_cut_leaves_no_trailing_space():
-    prepared = prepare_sentence("ab " * 10, max_chars=6)  # "ab ab " cut, then stripped
+    prepared = prepare_sentence("ab " * 7, max_chars=6)  # "ab ab " cut, then stripped
     assert prepared.text == "ab ab"
-    assert _note(prepared, "truncated_chars").params == {"cap": 6, "original": 29}
+    assert _note(prepared, "truncated_chars").params == {"cap": 6, "original": 20}
 
 
 def test_text_at_the_cap_is_not_truncated():
@@ -158,9 +192,14 @@ def test_any_text_becomes_short_visible_text(raw):
 def test_any_text_respects_any_cap(raw, cap):
     prepared = prepare_sentence(raw, max_chars=cap)
     _check_invariants(prepared, cap)
+    truncated = any(code.startswith("truncated_chars") for code in _codes(prepared))
+    if len(raw) >= inputs.chars_read(cap):
+        # Only the first chars_read(cap) characters are read, and the note says the text was cut.
+        assert truncated
+        return
     uncapped = prepare_sentence(raw, max_chars=10**9).text
     assert uncapped.startswith(prepared.text)
-    assert ("truncated_chars" in _codes(prepared)) == (len(uncapped) > cap)
+    assert truncated == (len(uncapped) > cap)
 
 
 # --- values read from a link ---------------------------------------------------------

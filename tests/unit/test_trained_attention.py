@@ -65,13 +65,15 @@ def test_switching_a_head_off_equals_zeroing_its_rows_of_w_o(tiny, layer, head):
     assert not torch.allclose(tiny(IDS), expected, atol=1e-3)
 
 
-def test_one_batched_pass_switches_a_different_head_off_in_each_row(tiny):
+def test_one_batched_pass_switches_a_different_head_off_in_each_row(tiny, float32_atol):
     keep = torch.ones(3, TINY.n_layers, TINY.n_heads)
     for row, (layer, head) in enumerate([(0, 1), (1, 0), (1, 3)]):
         keep[row, layer, head] = 0.0
     batched = tiny(IDS, head_keep=keep)
     for row in range(3):
-        assert torch.allclose(batched[row], tiny(IDS, head_keep=keep[row]), atol=1e-6)
+        alone = tiny(IDS, head_keep=keep[row])
+        atol = float32_atol(alone, TINY.n_layers * TINY.d_mlp)
+        assert torch.allclose(batched[row], alone, rtol=0, atol=atol)
 
 
 # --- the adapter ------------------------------------------------------------------------------
@@ -94,12 +96,16 @@ def test_the_trace_holds_the_transformers_own_patterns_under_the_lessons_names(i
         )
 
 
-def test_the_next_token_logits_are_the_models_own_readout(induction, lm):
+def test_the_next_token_logits_are_the_models_own_readout(induction, lm, float32_atol):
     for model, text in ((induction, ""), (lm, "The cat sat on the mat.")):
         ids = model.tokenize(text).ids
         with torch.no_grad():
             expected = model.model(torch.tensor([ids]))[0, -1]  # SequenceModel.forward
-        assert torch.allclose(model.forward(ids).next_logits[0], expected, atol=1e-6)
+        # The readout of the last position alone against that of every position: another
+        # matrix shape, so another summation order.
+        core = model.model.core.cfg
+        atol = float32_atol(expected, core.n_layers * core.d_mlp)
+        assert torch.allclose(model.forward(ids).next_logits[0], expected, rtol=0, atol=atol)
         assert model.cfg.causal and model.cfg.n_kv_heads == model.cfg.n_heads
 
 
