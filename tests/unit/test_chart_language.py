@@ -42,14 +42,19 @@ def test_recurrent_builders_follow_the_language():
 
 
 def test_home_table_cells_come_from_the_measurement_in_the_language():
-    row = Measured("rnn", (10, 40), (0.001, 0.004), 0.0, 0.0, (2048, 3 * 1024 * 1024))
+    # An RNN: its gradient underflows float32 but float64 still measures it; it cannot see
+    # a later token at all (0 in both).
+    row = Measured(
+        "rnn", (10, 40), (0.001, 0.004), 0.0, 0.0, (2048, 3 * 1024 * 1024), 5.86e-60, 0.0
+    )
     assert cells(row) == {
         "depth": "10 → 40",
         "seconds": "1 ms → 4 ms",
-        "reach": "0",
-        "sees_later": "no (0)",
+        "reach": "below float32's smallest number (float64: 5.86e-60)",
+        "sees_later": "no: 0 (cannot depend)",
         "memory": "2 kB → 3 MB",
     }
     with using_language("zh"):
-        assert cells(row)["sees_later"] == "否（0）"
+        assert cells(row)["reach"] == "小于 float32 能表示的最小数（float64：5.86e-60）"
+        assert cells(row)["sees_later"] == "否：0（不可能依赖）"
         assert cells(row)["seconds"] == "1 毫秒 → 4 毫秒"
