@@ -18,6 +18,7 @@ from pathlib import Path
 import streamlit as st
 
 from components.class_password import password_passed
+from components.client import client_address
 from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, set_language, t
 from components.lessons import LESSONS
 from components.script_events import batch_script_events
@@ -222,7 +223,7 @@ def begin_run() -> Run:
     with _runs_made:  # a session's first two runs at once share one SessionRuns
         runs = st.session_state.get(_RUNS_KEY)
         if runs is None:
-            runs = st.session_state[_RUNS_KEY] = SessionRuns()
+            runs = st.session_state[_RUNS_KEY] = SessionRuns(client_address())
     return runs.begin()
 
 

@@ -1,5 +1,6 @@
 """Slots shared fairly between sessions: one slot per session at a time, first come first
-served, and a session's older run giving way to its newer one.
+served but a client already holding a slot after those holding none, and a session's
+older run giving way to its newer one.
 
 Plain Python, no Streamlit: the frame gives each session a `SessionRuns` and each of its
 runs a `Run` (models/runtime.py holds the server's two pools: pages and heavy work).
@@ -38,9 +39,11 @@ class SessionRuns:
 
     Streamlit starts a new thread for each rerun while the old one may still be inside
     torch (it is stopped only at its next Streamlit call); the old run sees here that it
-    is no longer wanted and stops between units of work."""
+    is no longer wanted and stops between units of work. `client` names the browser's
+    machine (its address): one person's many tabs are one client."""
 
-    def __init__(self) -> None:
+    def __init__(self, client: str = "") -> None:
+        self.client = client
         self._lock = threading.Lock()
         self._newest = 0
 
@@ -77,7 +80,10 @@ class FairSlots:
 
     A run whose session already holds a slot waits for that slot to come back rather than
     take a second one, and the runs behind it that belong to other sessions go first, so
-    one visitor's quick reruns never fill the slots. A waiting run that a newer run of its
+    one visitor's quick reruns never fill the slots. Likewise a client (SessionRuns.client)
+    that holds a slot already is served after the clients that hold none: one machine
+    opening session after session (a script, or a student's twenty tabs) keeps one slot
+    busy at most while anybody else waits. A waiting run that a newer run of its
     session supersedes leaves the queue (`Superseded`); one that waits past `until`
     (a `clock()` time) leaves it too (`Unfinished`). Thread-safe.
     """
@@ -87,6 +93,7 @@ class FairSlots:
         self._cond = threading.Condition()
         self._holders: set[SessionRuns] = set()
         self._waiting: deque[Run] = deque()
+        self._returning: set[Run] = set()
 
     @contextmanager
     def turn(
@@ -112,6 +119,7 @@ class FairSlots:
         with self._cond:
             if returning:
                 self._waiting.appendleft(run)
+                self._returning.add(run)
             else:
                 self._waiting.append(run)
             # A waiting older run of this session is woken to see that it is superseded.
@@ -128,6 +136,7 @@ class FairSlots:
                     self._cond.wait(left)
             finally:
                 self._waiting.remove(run)
+                self._returning.discard(run)
             self._holders.add(run.session)
             self._cond.notify_all()  # the next in line may be served by another free slot
 
@@ -137,10 +146,17 @@ class FairSlots:
             self._cond.notify_all()
 
     def _next_served(self) -> Run | None:
-        """The oldest waiting run whose session holds no slot, if a slot is free."""
+        """If a slot is free: the oldest waiting run whose session holds no slot, a run
+        coming back first, then one of a client holding no slot, then any."""
         if len(self._holders) >= self.size:
             return None
-        return next((r for r in self._waiting if r.session not in self._holders), None)
+        ready = [r for r in self._waiting if r.session not in self._holders]
+        busy_clients = {session.client for session in self._holders}
+        return next(
+            (r for r in ready if r in self._returning),
+            next((r for r in ready if r.session.client not in busy_clients), None)
+            or next(iter(ready), None),
+        )
 
     def holding(self) -> int:
         """How many slots are taken now."""

@@ -7,6 +7,7 @@ import secrets
 import numpy as np
 import streamlit as st
 
+from components.client import client_address
 from components.frame import enter_lesson
 from components.i18n import t
 from components.labels import escape_label, token_labels
@@ -106,8 +107,7 @@ col_models.button(
 )
 if st.session_state.pop(START_REQUESTED, False) and kinds:
     request = jobs.RunRequest(task.config(), tuple(kinds), steps, seed)
-    ip = st.context.ip_address  # None from this machine; AppTest gives a stand-in object
-    requester = job_limits.Requester(session, ip if isinstance(ip, str) else None, me)
+    requester = job_limits.Requester(session, client_address(), me)
     try:
         st.session_state[JOB_KEY] = manager.submit(requester, request).id
     except jobs.QueueFull:

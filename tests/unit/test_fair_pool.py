@@ -94,6 +94,35 @@ def test_waiting_sessions_are_served_first_come_first_served():
     assert served == [0, 1, 2, 3, 4]
 
 
+def test_a_client_holding_a_slot_is_served_after_a_client_holding_none():
+    # One machine opens session after session (a script, or twenty tabs): while it holds
+    # a slot, a session of another client that asked later is served before its next ones.
+    slots = FairSlots(2)
+    flood = [SessionRuns("127.0.0.1") for _ in range(4)]
+    first = Holder(slots.turn, flood[0].begin())
+    second = Holder(slots.turn, SessionRuns("10.0.0.9").begin())  # someone else, busy too
+    assert first.inside.wait(HANG_S) and second.inside.wait(HANG_S)
+    served, lock = [], threading.Lock()
+
+    def visitor(name, session):
+        with slots.turn(session.begin()), lock:
+            served.append(name)
+
+    queued = [("flood", flood[1]), ("flood", flood[2]), ("classmate", SessionRuns("10.0.0.7"))]
+    threads = []
+    for name, session in queued:
+        threads.append(threading.Thread(target=visitor, args=(name, session), daemon=True))
+        threads[-1].start()
+        assert until(lambda n=len(threads): slots.waiting() == n)
+    second.done()  # a slot frees while the flooding client still holds the other
+    assert until(lambda: "classmate" in served)
+    assert served == ["classmate"]
+    first.done()
+    for thread in threads:
+        thread.join(HANG_S)
+    assert served == ["classmate", "flood", "flood"]
+
+
 def test_an_older_waiting_run_gives_way_to_its_sessions_newer_run():
     slots = FairSlots(1)
     busy = Holder(slots.turn, SessionRuns().begin())
