@@ -2,8 +2,11 @@
 
 Starts `streamlit run app.py` on 127.0.0.1, times a bystander's home-page reruns alone,
 then again while SENDERS sessions keep sending 8 MB sentences to the positional lesson
-(each reconnects when the server closes its websocket), and prints both medians and
-their ratio. The senders run in a process of their own and build their 8 MB message
+(each reconnects when the server closes its websocket), and prints the medians and their
+ratio to the unloaded one: for a bystander on the senders' own machine (127.0.0.1) and
+for one on another (127.0.0.2, as a classmate's laptop is), and, to tell the sentence's
+size from the reconnecting, for senders that reconnect as often with a short sentence.
+The senders run in a process of their own and build their 8 MB message
 once: the bystander's client must not wait for their encoding, only for the server.
 Bounded: at most BYSTANDER_RERUNS reruns a phase, each within RERUN_S.
 """
@@ -31,9 +34,10 @@ RERUN_S = 60.0
 BYSTANDER_PAUSE_S = 0.3
 
 
-async def bystander_median(port: int, sentences: list[str]) -> float:
-    """The median of a home-page visitor's reruns, one per sentence typed."""
-    async with Session(port, rerun_timeout_s=RERUN_S, connect_timeout_s=RERUN_S) as visitor:
+async def bystander_median(port: int, sentences: list[str], source: str | None = None) -> float:
+    """The median of a home-page visitor's reruns, one per sentence typed, from `source`."""
+    session = Session(port, rerun_timeout_s=RERUN_S, connect_timeout_s=RERUN_S, source=source)
+    async with session as visitor:
         opened = await visitor.open_page("", sentences[0])
         if not opened.ok:
             raise RuntimeError(f"the bystander's page did not open: {opened.error}")
@@ -47,21 +51,24 @@ async def bystander_median(port: int, sentences: list[str]) -> float:
     return statistics.median(latencies)
 
 
-async def sender(port: int, stop, sent: list[str]) -> None:
-    """Open the lesson, send an 8 MB sentence; again on a new connection when refused."""
-    huge = "word " * (EIGHT_MB // 5)
+async def sender(port: int, stop, sent: list[str], huge: bool) -> None:
+    """Open the lesson, send an 8 MB sentence; again on a new connection when refused.
+    Not `huge`: a short sentence, then a new connection all the same (the control)."""
+    text = "word " * (EIGHT_MB // 5) if huge else "A short sentence then"
     built: dict[tuple[str, str], bytes] = {}  # the message, by (box id, page)
     while not stop.is_set():
         async with Session(port, rerun_timeout_s=RERUN_S, connect_timeout_s=RERUN_S) as s:
             await s.open_page(SENDER_PAGE, "A short sentence first")
             where = (s.sentence_widget_id or "", s.page_script_hash)
             if where not in built:
-                built[where] = s._typed(huge).SerializeToString()
+                built[where] = s._typed(text).SerializeToString()
             while not stop.is_set():
                 try:
                     await s.ws.send(built[where])
                     await asyncio.wait_for(rerun_finished(s), RERUN_S)
                     sent.append("accepted")
+                    if not huge:
+                        break  # reconnect, as the refused senders must
                 except websockets.ConnectionClosed as closed:
                     sent.append(f"closed {closed.rcvd.code if closed.rcvd else ''}")
                     break
@@ -81,13 +88,13 @@ async def rerun_finished(session: Session) -> None:
             return
 
 
-def senders_process(port: int, stop, counts) -> None:
+def senders_process(port: int, stop, counts, huge: bool) -> None:
     """SENDERS senders in this process until `stop` is set; what each send met, counted."""
 
     async def main() -> None:
         sent: list[str] = []
         done = asyncio.Event()
-        tasks = [asyncio.create_task(sender(port, done, sent)) for _ in range(SENDERS)]
+        tasks = [asyncio.create_task(sender(port, done, sent, huge)) for _ in range(SENDERS)]
         while not stop.is_set():
             await asyncio.sleep(0.2)
         done.set()
@@ -99,14 +106,16 @@ def senders_process(port: int, stop, counts) -> None:
     asyncio.run(main())
 
 
-def loaded_median(port: int, sentences: list[str]) -> tuple[float, list[str]]:
+def loaded_median(
+    port: int, sentences: list[str], huge: bool = True, source: str | None = None
+) -> tuple[float, list[str]]:
     spawn = multiprocessing.get_context("spawn")
     stop, counts = spawn.Event(), spawn.Queue()
-    process = spawn.Process(target=senders_process, args=(port, stop, counts), daemon=True)
+    process = spawn.Process(target=senders_process, args=(port, stop, counts, huge), daemon=True)
     process.start()
     try:
         time.sleep(5.0)  # the senders' process starts and their first messages go out
-        median = run_async(bystander_median(port, sentences))
+        median = run_async(bystander_median(port, sentences, source))
     finally:
         stop.set()
     sent = counts.get(timeout=RERUN_S)
@@ -116,26 +125,37 @@ def loaded_median(port: int, sentences: list[str]) -> tuple[float, list[str]]:
     return median, sent
 
 
+# (what the senders send, where the bystander is): the phases measured under load.
+PHASES = (
+    ("8 MB sentences, bystander on the senders' machine", True, None),
+    ("8 MB sentences, bystander on another machine", True, "127.0.0.2"),
+    ("short sentences, reconnecting as often (control)", False, None),
+)
+
+
 def main() -> None:
     mk = SentenceMaker()
+
+    def sentences() -> list[str]:
+        return [mk.make(12) for _ in range(BYSTANDER_RERUNS + 1)]
+
+    rows = []
     with Server(log_path=RESULTS_DIR / "streamlit-big-sentence.log") as server:
         server.wait_healthy()
-        warm = [mk.make(12) for _ in range(3)]
-        run_async(bystander_median(server.port, warm))
-        unloaded = run_async(
-            bystander_median(server.port, [mk.make(12) for _ in range(BYSTANDER_RERUNS + 1)])
+        run_async(bystander_median(server.port, [mk.make(12) for _ in range(3)]))  # warm
+        unloaded = run_async(bystander_median(server.port, sentences()))
+        for name, huge, source in PHASES:
+            started = time.monotonic()
+            loaded, sent = loaded_median(server.port, sentences(), huge, source)
+            rows.append((name, loaded, sent, time.monotonic() - started))
+    print(f"bystander home-page rerun, median of {BYSTANDER_RERUNS}; {SENDERS} senders")
+    print(f"  unloaded: {unloaded * 1000:.1f} ms")
+    for name, loaded, sent, took in rows:
+        refused = sum(outcome == "closed 1009" for outcome in sent)
+        print(
+            f"  {name}: {loaded * 1000:.1f} ms, {loaded / unloaded:.2f}x (target <= 3x); "
+            f"{len(sent)} sent in {took:.1f} s, refused (1009): {refused}"
         )
-        started = time.monotonic()
-        loaded, sent = loaded_median(
-            server.port, [mk.make(12) for _ in range(BYSTANDER_RERUNS + 1)]
-        )
-        took = time.monotonic() - started
-    refused = sum(outcome == "closed 1009" for outcome in sent)
-    print(f"bystander home-page rerun, median of {BYSTANDER_RERUNS}:")
-    print(f"  unloaded:                            {unloaded * 1000:7.1f} ms")
-    print(f"  while {SENDERS} sessions send 8 MB sentences: {loaded * 1000:7.1f} ms")
-    print(f"  ratio: {loaded / unloaded:.2f}x (target <= 3x)")
-    print(f"  8 MB sentences sent: {len(sent)} in {took:.1f} s, refused (1009): {refused}")
 
 
 if __name__ == "__main__":
