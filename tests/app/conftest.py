@@ -177,3 +177,30 @@ def data_cache_bytes(function_name: str) -> int:
         for stat in family
         if stat.cache_name.endswith(function_name)
     )
+
+
+def record_first_arguments(monkeypatch, owner, name: str) -> list:
+    """Wrap `owner.<name>` so that each call's first argument is recorded, in order, in the
+    list returned; the calls still go through."""
+    recorded: list = []
+    real = getattr(owner, name)
+
+    def recording(first, *args, **kwargs):
+        recorded.append(first)
+        return real(first, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, recording)
+    return recorded
+
+
+@pytest.fixture
+def operator_models_folder(models_dir, monkeypatch):
+    """The server's operator points SEQLENS_MODELS_DIR at the test module's `models_dir`
+    (and offers no Hugging Face cache); the model list is read afresh around the test."""
+    from components.widgets import model_choices
+
+    monkeypatch.setenv("SEQLENS_MODELS_DIR", str(models_dir))
+    monkeypatch.setenv("SEQLENS_USE_HF_CACHE", "0")
+    model_choices.clear()
+    yield
+    model_choices.clear()

@@ -5,7 +5,7 @@ link's language."""
 from __future__ import annotations
 
 import pytest
-from conftest import chart_keys, messages, open_lesson
+from conftest import chart_keys, messages, open_lesson, record_first_arguments
 
 from components import class_password, widgets
 from components.i18n import t
@@ -24,15 +24,7 @@ def password(monkeypatch) -> str:
 @pytest.fixture
 def models_run(monkeypatch) -> list[str]:
     """Every attention model a page asked for."""
-    asked: list[str] = []
-    real = widgets.attention_model
-
-    def recording(key, *args, **kwargs):
-        asked.append(key)
-        return real(key, *args, **kwargs)
-
-    monkeypatch.setattr(widgets, "attention_model", recording)
-    return asked
+    return record_first_arguments(monkeypatch, widgets, "attention_model")
 
 
 def password_box(at):

@@ -11,7 +11,6 @@ import pytest
 from conftest import chart, messages, open_lesson, texts
 
 import models.hf_models as hf_models
-from components.widgets import model_choices
 from models.tiny import save_tiny_model
 
 SENTENCE = "the dog sat on the mat"
@@ -31,12 +30,8 @@ def models_dir(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def operator_folder(models_dir, monkeypatch):
-    monkeypatch.setenv("SEQLENS_MODELS_DIR", str(models_dir))
-    monkeypatch.setenv("SEQLENS_USE_HF_CACHE", "0")
-    model_choices.clear()
-    yield
-    model_choices.clear()
+def operator_folder(operator_models_folder):
+    """The server's operator points SEQLENS_MODELS_DIR at this module's folder."""
 
 
 def test_a_damaged_folder_beside_a_good_one_leaves_minilm_drawn():

@@ -28,13 +28,8 @@ def models_dir(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def operator_folder(models_dir, monkeypatch):
-    """The server's operator points SEQLENS_MODELS_DIR at the folder (and no cache)."""
-    monkeypatch.setenv("SEQLENS_MODELS_DIR", str(models_dir))
-    monkeypatch.setenv("SEQLENS_USE_HF_CACHE", "0")
-    model_choices.clear()
-    yield
-    model_choices.clear()
+def operator_folder(operator_models_folder):
+    """The server's operator points SEQLENS_MODELS_DIR at this module's folder."""
 
 
 def test_the_model_list_offers_the_folder_models_after_minilm(models_dir):

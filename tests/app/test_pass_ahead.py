@@ -8,7 +8,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 
 import pytest
-from conftest import chart, open_lesson
+from conftest import chart, open_lesson, record_first_arguments
 
 from components import widgets
 
@@ -98,14 +98,7 @@ def test_a_rerun_prepares_the_sentence_once_for_the_pass_ahead_and_the_page(work
     """The frame's pass ahead and the page read one prepared sentence: cleaning a text
     twice a run doubled what a long one cost."""
     at = open_lesson("heads", "A sentence prepared once a run")
-    prepared: list[str] = []
-    real_prepare = widgets.prepare_sentence
-
-    def recording(raw, *args, **kwargs):
-        prepared.append(raw)
-        return real_prepare(raw, *args, **kwargs)
-
-    monkeypatch.setattr(widgets, "prepare_sentence", recording)
+    prepared = record_first_arguments(monkeypatch, widgets, "prepare_sentence")
     text = "The next sentence is cleaned once"
     at.text_input(key="sentence").set_value(text).run()
     assert not at.exception

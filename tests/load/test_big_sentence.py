@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from bench.load import Session, run_async
-from bench.server import RESULTS_DIR, Server
+from bench.server import Server
 from components.i18n import t
 from models.inputs import MAX_CHARS, READ_CHARS
 
@@ -25,13 +25,9 @@ ANSWER_S = 90.0
 
 
 @pytest.fixture(scope="module")
-def server():
-    srv = Server(log_path=RESULTS_DIR / "streamlit-big-sentence-test.log").start()
-    try:
-        srv.wait_healthy()
+def server(running_server):
+    with running_server("streamlit-big-sentence-test") as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def session(srv: Server) -> Session:

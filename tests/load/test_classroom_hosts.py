@@ -18,7 +18,7 @@ import shlex
 
 import pytest
 
-from bench.server import HOST, REPO_ROOT, RESULTS_DIR, Server
+from bench.server import HOST, REPO_ROOT, Server
 
 pytestmark = pytest.mark.slow
 
@@ -66,19 +66,15 @@ def websocket_handshake(port: int, host: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def classroom_server():
+def classroom_server(running_server):
     command = classroom_command()
     listed = option_values(command, "--server.allowedHosts")
     hosts = [value.replace(LAPTOP, STAND_IN) for value in listed]
     assert hosts, "the classroom command lists no --server.allowedHosts"
     # Only the host list is taken from the README: this server listens on 127.0.0.1.
     extra = tuple(arg for host in hosts for arg in ("--server.allowedHosts", host))
-    srv = Server(log_path=RESULTS_DIR / "streamlit-classroom-hosts.log", extra_args=extra)
-    try:
-        srv.start().wait_healthy()
+    with running_server("streamlit-classroom-hosts", extra_args=extra) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.1"])

@@ -14,7 +14,6 @@ import pytest
 
 from bench.load import Session, run_async
 from bench.sentences import SentenceMaker
-from bench.server import RESULTS_DIR, Server
 from components.lessons import LESSONS
 
 pytestmark = pytest.mark.slow
@@ -35,14 +34,10 @@ async def _first_visits(port: int, sentences: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("attempt", range(SERVERS))
-def test_first_visits_to_every_page_at_once_all_answer(attempt):
+def test_first_visits_to_every_page_at_once_all_answer(attempt, running_server):
     mk = SentenceMaker()
-    srv = Server(log_path=RESULTS_DIR / f"streamlit-cold-visits-{attempt}.log").start()
-    try:
-        srv.wait_healthy()
+    with running_server(f"streamlit-cold-visits-{attempt}") as srv:
         problems = run_async(_first_visits(srv.port, [mk.make(20) for _ in range(VISITORS)]))
-    finally:
-        srv.stop()
     assert not any(problems), [p for p in problems if p]
     log = srv.log_path.read_text(encoding="utf-8", errors="replace")
     assert "Traceback" not in log, srv.log_tail(60)

@@ -45,13 +45,9 @@ STEADY_ALLOCATOR = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "131072"}
 
 
 @pytest.fixture(scope="module")
-def server():
-    srv = Server(log_path=RESULTS_DIR / "streamlit-load-test.log", env=STEADY_ALLOCATOR).start()
-    try:
-        srv.wait_healthy()
+def server(running_server):
+    with running_server("streamlit-load-test", env=STEADY_ALLOCATOR) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def memory_outside_caches(srv: Server) -> int | None:

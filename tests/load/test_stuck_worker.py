@@ -18,7 +18,7 @@ import pytest
 
 from bench.load import Session, check_heads_tokens, run_async
 from bench.sentences import SentenceMaker
-from bench.server import RESULTS_DIR, Server, _proc_children
+from bench.server import _proc_children
 
 pytestmark = pytest.mark.slow
 
@@ -77,13 +77,9 @@ async def _attention_visit_with_the_worker_stopped(port: int, server_pid: int) -
     return [rerun]
 
 
-def test_a_stopped_forward_worker_holds_no_attention_rerun():
-    srv = Server(log_path=RESULTS_DIR / "streamlit-stuck-worker.log").start()
-    try:
-        srv.wait_healthy()
+def test_a_stopped_forward_worker_holds_no_attention_rerun(running_server):
+    with running_server("streamlit-stuck-worker") as srv:
         (rerun,) = run_async(_attention_visit_with_the_worker_stopped(srv.port, srv.pid))
-    finally:
-        srv.stop()
     assert rerun.ok, f"{rerun.error}\n{srv.log_tail()}"
     assert not check_heads_tokens(rerun), check_heads_tokens(rerun)
     log = srv.log_path.read_text(encoding="utf-8", errors="replace")

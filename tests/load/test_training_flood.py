@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-from bench.server import RESULTS_DIR, Server
 from bench.training_flood import FLOOD, FRESH_WAIT_S, flood, wait_ended
 
 pytestmark = pytest.mark.slow
@@ -24,14 +23,10 @@ ENV = {"SEQLENS_TRAINING_PER_CLIENT": str(PER_CLIENT), "SEQLENS_TRAINING_WAIT_S"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tmp_path_factory, running_server):
     env = {**ENV, "SEQLENS_VISITOR_MODELS": str(tmp_path_factory.mktemp("visitor-models"))}
-    srv = Server(log_path=RESULTS_DIR / "streamlit-training-flood-test.log", env=env).start()
-    try:
-        srv.wait_healthy()
+    with running_server("streamlit-training-flood-test", env=env) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def test_a_flood_from_one_client_queues_few_runs_and_a_fresh_client_still_trains(server):

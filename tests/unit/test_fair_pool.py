@@ -110,10 +110,10 @@ def test_a_client_holding_a_slot_is_served_after_a_client_holding_none():
 
     queued = [("flood", flood[1]), ("flood", flood[2]), ("classmate", SessionRuns("10.0.0.7"))]
     threads = []
-    for name, session in queued:
+    for n, (name, session) in enumerate(queued, start=1):
         threads.append(threading.Thread(target=visitor, args=(name, session), daemon=True))
         threads[-1].start()
-        assert until(lambda n=len(threads): slots.waiting() == n)
+        assert until(lambda n=n: slots.waiting() == n)
     second.done()  # a slot frees while the flooding client still holds the other
     assert until(lambda: "classmate" in served)
     assert served == ["classmate"]
