@@ -1,9 +1,9 @@
 """Gradient flow through time at the recurrent lesson's longest sequence, timed in process.
 
-The lesson's own computation for T = 512 steps (models/gradient_flow.py): ‖∂L/∂H_t‖ and
+The lesson's own computation for T = 512 steps (models/analysis/gradient_flow.py): ‖∂L/∂H_t‖ and
 ‖∂L/∂X_t‖ for the RNN, LSTM and GRU (hidden size 128) and ‖∂L/∂X_t‖ for the small
 Transformer, on the same inputs, with one torch thread as the server runs them
-(models/runtime.py). The step Jacobians' spectra, which the page draws in a chart of
+(models/serving/runtime.py). The step Jacobians' spectra, which the page draws in a chart of
 their own, are timed separately. Each figure is the median of `repeats` runs after one
 warm-up run; the models are built once, outside the timing, as the server caches them.
 """
@@ -15,11 +15,11 @@ import time
 
 import torch
 
-from models import gradient_flow as gf
-from models.recurrent import Recurrent, RecurrentConfig
-from models.runtime import limit_threads
-from models.tokenizer import Tokenizer
-from models.transformer import Transformer, TransformerConfig
+from models.analysis import gradient_flow as gf
+from models.nets.recurrent import Recurrent, RecurrentConfig
+from models.nets.tokenizer import Tokenizer
+from models.nets.transformer import Transformer, TransformerConfig
+from models.serving.runtime import limit_threads
 
 STEPS = gf.MAX_T
 HIDDEN = 128

@@ -37,7 +37,7 @@ def http_get(port: int, path: str, timeout: float = 5.0) -> tuple[int, dict[str,
 
 def rss_bytes(pid: int) -> int | None:
     """Resident memory of a process and every process it started (the server's forward
-    worker, models/forward_worker.py): psutil when installed, else /proc/<pid>/status and
+    worker, models/serving/forward_worker.py): psutil when installed, else /proc/<pid>/status and
     /proc/<pid>/task/*/children."""
     try:
         import psutil

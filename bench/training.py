@@ -1,6 +1,6 @@
 """`python -m bench.training`: wall-clock time for each shipped target to be reached.
 
-Trains every model named in models.train.TARGETS from scratch with its recipe and seed 0
+Trains every model named in models.training.train.TARGETS from scratch with its recipe and seed 0
 (one run serves every target of the same task and model), on one torch thread by default
 (the machine has two shared cores; `--threads 2` to compare), measuring on the held-out
 data every `--every` steps. For each target: the training time to the first measurement
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from bench.server import RESULTS_DIR
-from models.train import TARGETS, Target, Trainer, measure
+from models.training.train import TARGETS, Target, Trainer, measure
 
 GOAL_SECONDS = 60.0
 

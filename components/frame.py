@@ -33,12 +33,12 @@ from components.widgets import (
     sentence_box,
     show_notes,
 )
-from models.fair_slots import Run, SessionRuns, Superseded
 from models.inputs import Note, parse_choice
-from models.runtime import first_runs_in_turn, runs_in_turn, settle_heap_once
+from models.serving.fair_slots import Run, SessionRuns, Superseded
+from models.serving.runtime import first_runs_in_turn, runs_in_turn, settle_heap_once
 
 _run = threading.local()
-# The session's runs, numbered (models/fair_slots.py): a session holds one page slot at a
+# The session's runs, numbered (models/serving/fair_slots.py): a session holds one page slot at a
 # time, and its older run, still inside torch, sees it has been superseded.
 _RUNS_KEY = "_runs"
 _runs_made = threading.Lock()
@@ -261,7 +261,7 @@ def run_app() -> None:
         with first_runs_in_turn(page.url_path), runs_in_turn(this_run):
             page.run()
         # What the page's first run imported and cached stays out of every later
-        # collection (models/runtime.py explains the cost it saves on every rerun).
+        # collection (models/serving/runtime.py explains the cost it saves on every rerun).
         settle_heap_once(page.url_path)
     except Superseded:
         pass  # the visitor's newer run, already started, draws the page

@@ -1,5 +1,5 @@
 """The home page's comparison table: each cell is text made from one measurement of
-models/lineage.py, in the current language. No st.*, no torch: measurements in, text out.
+models/analysis/lineage.py, in the current language. No st.*, no torch: measurements in, text out.
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ from components.widgets import (
     load_tokenizer,
     load_transformer,
 )
-from models import cost, kv_cache, masks, scaling
-from models import trained_sources as ts
-from models.runtime import heavy_work, page_slot_set_aside
+from models.analysis import cost, kv_cache, masks, scaling
+from models.analysis import trained_sources as ts
+from models.serving.runtime import heavy_work, page_slot_set_aside
 
 
 def trained_read(task: dict, text: str, limit: int, index: int = 0) -> ts.Reading:
@@ -46,7 +46,7 @@ TIMING_TEXT = DEFAULT_SENTENCE
 def load_encoder_decoder():
     """A random encoder–decoder (same sizes as the encoder), shared by every session and
     only ever read."""
-    from models.transformer import EncoderDecoder
+    from models.nets.transformer import EncoderDecoder
 
     return EncoderDecoder(load_transformer("sinusoidal").cfg, seed=0)
 
@@ -73,8 +73,8 @@ TRACES_COUNT = 144
 
 @st.cache_resource(show_spinner=False)
 def traces():
-    """The step-by-step, cross-attention and generation runs (models/byte_cache.py)."""
-    from models.byte_cache import ByteLRU
+    """The step-by-step, cross-attention and generation runs (models/serving/byte_cache.py)."""
+    from models.serving.byte_cache import ByteLRU
 
     return ByteLRU(TRACES_BYTES, max_entries=TRACES_COUNT)
 
@@ -112,7 +112,7 @@ def leakage_by_mask(ids: tuple[int, ...], position: int, new_id: int) -> dict[st
 
 # The measurements below take ~1-5 s each (step_timings at 384 + 64 tokens 5 s, the
 # softmax's sharpness at 64 keys 2 s, here), each new slider value anew: they run in the
-# heavy-work pool, one at a time, holding no page slot (models/runtime.py heavy_work);
+# heavy-work pool, one at a time, holding no page slot (models/serving/runtime.py heavy_work);
 # those a slider keys hold none either while another session measures the same value.
 # Each runs to its end (timings cut short mean nothing); a session's older run still
 # waiting for its turn gives way to its newer one.

@@ -20,9 +20,9 @@ from components.figure import PlainFigure
 from components.i18n import t
 from components.labels import token_labels
 from components.masks import extreme_cell, shape_text, step_heatmap
-from models import masks
-from models.checkpoints import Checkpoint
-from models.transformer import TransformerConfig
+from models.analysis import masks
+from models.nets.transformer import TransformerConfig
+from models.training.checkpoints import Checkpoint
 
 # The steps whose heatmaps are rows of vectors (positions × dimensions), not query × key.
 VECTOR_STEPS = ("x_query", "hook_q", "hook_k", "hook_v", "hook_z")

@@ -14,9 +14,9 @@ import numpy as np
 import streamlit as st
 
 from components.widgets import load_checkpoint, load_recurrent, load_transformer
-from models import gradient_flow as gf
-from models import trained_sources as ts
-from models.recurrent import largest_singular_value
+from models.analysis import gradient_flow as gf
+from models.analysis import trained_sources as ts
+from models.nets.recurrent import largest_singular_value
 
 CELLS = {"RNN": "rnn", "LSTM": "lstm", "GRU": "gru"}
 CONSTRUCTED = "constructed"  # weights built from the controls; otherwise trained ones

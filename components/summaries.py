@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from components.i18n import t
-from models.attention_stats import sink_heads
+from models.analysis.attention_stats import sink_heads
 
 SEPARATOR = "; "
 
@@ -132,7 +132,7 @@ def all_heads_summary(
     """The strongest link between two ordinary tokens that are not neighbours, anywhere in
     the stack (`specials`, such as [CLS], [SEP] or [UNK], are left out), then how many
     heads put over half their weight on the `sinks` keys together
-    (models.attention_stats.sink_positions: the count the head statistics give too)."""
+    (models.analysis.attention_stats.sink_positions: the count the head statistics give too)."""
     n_layers, n_heads, n, _ = patterns.shape
     specials = sorted({int(p) for p in specials if 0 <= p < n})
     count = n_layers * n_heads

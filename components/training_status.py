@@ -1,6 +1,6 @@
 """The visitor's training run, seen from every page while it goes on.
 
-A run whose page stops asking about it is stopped (models/jobs.py): that is how the
+A run whose page stops asking about it is stopped (models/training/jobs.py): that is how the
 server learns that its visitor has gone. A visitor who starts a run and reads another
 lesson meanwhile has not gone, so every page other than the lab asks about the run too,
 in the sidebar, and says how far it is.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.i18n import t
-from models import jobs
+from models.training import jobs
 
 JOB_KEY = "training_job"
 # The session a run belongs to: only it may replace or stop the run, whoever shares its key.

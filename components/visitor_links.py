@@ -1,6 +1,6 @@
 """A visitor's key in their session, and the one-time links that bring it to another.
 
-The key (signed by the server, models/visitor_keys.py) lives only in the session. A link
+The key (signed by the server, models/serving/visitor_keys.py) lives only in the session. A link
 the training page gives carries `?visitor=<token>`: the first session that opens it gets the
 key, and the token is used up, so the link left in a browser's history, or passed on, opens
 nothing. Any lesson reads the parameter, so a link to the attention, recurrent, masks or
@@ -24,7 +24,7 @@ def visitor_id() -> str:
     """This visitor's key to their trained models: the one a link brought, or a new one.
     A link that brings none (used already, expired, made up) is refused with a note."""
     from components.widgets import load_visitor_store
-    from models.visitor_keys import LinkRefused
+    from models.serving.visitor_keys import LinkRefused
 
     store = load_visitor_store()
     raws = st.query_params.get_all(VISITOR_PARAM)
@@ -52,7 +52,7 @@ def visitor_link(page: str) -> str | None:
 
     from components.i18n import DEFAULT_LANGUAGE, current_language
     from components.widgets import load_visitor_store
-    from models.visitor_store import StoreRefused
+    from models.serving.visitor_store import StoreRefused
 
     store = load_visitor_store()
     token = st.session_state.get(HANDED_LINK)

@@ -538,14 +538,14 @@ def _first_time_under_spinner(done: threading.Event, message_key: str, load):
     return value
 
 
-# --- the attention lesson's models (models/catalog.py, models/hf_models.py) ---
+# --- the attention lesson's models (models/serving/catalog.py, models/nets/hf_models.py) ---
 
 
 @st.cache_data(ttl=60, show_spinner=False)
 def model_choices() -> list:
     """The models the operator offers (read again at most once a minute: a model copied
     into the models folder appears without a restart)."""
-    from models.catalog import list_models
+    from models.serving.catalog import list_models
 
     return list_models()
 
@@ -554,10 +554,10 @@ def model_choices() -> list:
 def load_attention_model(key: str):
     """One shared instance per model, only ever read (no hooks, nothing stored on it).
     `key` is one the catalogue listed; a refused model raises ModelRefused."""
-    from models.catalog import SHIPPED_KEY, Settings, model_folder
-    from models.hf_models import AttentionModel
-    from models.pretrained import PretrainedEncoder
-    from models.runtime import limit_threads, settle_heap_after_run
+    from models.nets.hf_models import AttentionModel
+    from models.nets.pretrained import PretrainedEncoder
+    from models.serving.catalog import SHIPPED_KEY, Settings, model_folder
+    from models.serving.runtime import limit_threads, settle_heap_after_run
 
     limit_threads()
     if key == SHIPPED_KEY:
@@ -571,15 +571,15 @@ def load_attention_model(key: str):
 
 
 def load_encoder():
-    from models.catalog import SHIPPED_KEY
+    from models.serving.catalog import SHIPPED_KEY
 
     return load_attention_model(SHIPPED_KEY)
 
 
 @st.cache_resource(show_spinner=False, max_entries=1)
 def _cached_lineage() -> list:
-    from models.lineage import measure_all
-    from models.runtime import limit_threads
+    from models.analysis.lineage import measure_all
+    from models.serving.runtime import limit_threads
 
     limit_threads()
     return measure_all()
@@ -589,7 +589,7 @@ _lineage_measured = threading.Event()
 
 
 def lineage_measurements() -> list:
-    """The home table's measurements (models/lineage.py): made once per server, about a
+    """The home table's measurements (models/analysis/lineage.py): made once per server, about a
     second on two cores, then shared by every visitor."""
     return _first_time_under_spinner(_lineage_measured, "home.measuring", _cached_lineage)
 
@@ -609,9 +609,10 @@ CHECKPOINT_KEY = "checkpoint:"
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def load_trained_attention(stem: str):
-    """A trained Transformer read like the catalogue's models (models/trained_attention.py),
-    around the shared checkpoint (loaded once): only ever read."""
-    from models.trained_attention import TrainedAttention
+    """A trained Transformer read like the catalogue's models
+    (models/analysis/trained_attention.py), around the shared checkpoint (loaded once): only
+    ever read."""
+    from models.analysis.trained_attention import TrainedAttention
 
     return TrainedAttention(load_checkpoint(stem))
 
@@ -637,23 +638,23 @@ def attention_model_shown(key: str):
 
 @st.cache_resource(show_spinner=False)
 def _shipped_model_worker_slot():
-    from models.forward_worker import worker_wanted
-    from models.worker_slot import WorkerSlot
+    from models.serving.forward_worker import worker_wanted
+    from models.serving.worker_slot import WorkerSlot
 
     return WorkerSlot(load_encoder().path) if worker_wanted() else None
 
 
 def shipped_model_worker():
     """The shipped model's forward passes in a process of their own (started by
-    leave_pass_ahead; models/forward_worker.py), or None where the operator turned it off.
-    A worker that has failed is replaced, a few times at most (models/worker_slot.py)."""
+    leave_pass_ahead; models/serving/forward_worker.py), or None where the operator turned it off.
+    A worker that has failed is replaced, a few times at most (models/serving/worker_slot.py)."""
     slot = _shipped_model_worker_slot()
     return None if slot is None else slot.worker()
 
 
 def _worker_for(key: str):
     """The worker that runs `key`'s passes: the shipped model's, if it has one; else None."""
-    from models.catalog import SHIPPED_KEY
+    from models.serving.catalog import SHIPPED_KEY
 
     return shipped_model_worker() if key == SHIPPED_KEY else None
 
@@ -663,7 +664,7 @@ def _traced(key: str, model, text: str):
     ready: there it waits for no Python lock while other visitors' pages run, and a pass
     the frame asked for ahead (ask_pass_ahead) has run while the page was drawn. Else, or
     when the worker cannot answer, the pass runs here."""
-    from models.pretrained import attention_trace
+    from models.nets.pretrained import attention_trace
 
     worker = _worker_for(key)
     if worker is None:
@@ -686,8 +687,8 @@ ATTENTION_RUNS_COUNT = 128
 
 @st.cache_resource(show_spinner=False)
 def attention_runs():
-    """The attention runs' cache (models/byte_cache.py), one per process, shared."""
-    from models.byte_cache import ByteLRU
+    """The attention runs' cache (models/serving/byte_cache.py), one per process, shared."""
+    from models.serving.byte_cache import ByteLRU
 
     return ByteLRU(ATTENTION_RUNS_BYTES, max_entries=ATTENTION_RUNS_COUNT)
 
@@ -746,25 +747,25 @@ def keep_pass_ahead_for(page: str) -> None:
 
 
 def encoder_run(text: str) -> EncoderRun:
-    from models.catalog import SHIPPED_KEY
+    from models.serving.catalog import SHIPPED_KEY
 
     return attention_run(SHIPPED_KEY, text)
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
 def ablation_run(key: str, text: str, heads: tuple[tuple[int, int], ...]):
-    from models.ablation import ablate
+    from models.analysis.ablation import ablate
 
     model = attention_model(key)
     return ablate(model, model.tokenize(text), heads)
 
 
 def every_head_run(key: str, text: str) -> np.ndarray:
-    """Every head switched off alone in turn (models/ablation.py): seconds of work, done
-    in the heavy-work pool under a deadline (models/runtime.py heavy_work), never in a
+    """Every head switched off alone in turn (models/analysis/ablation.py): seconds of work, done
+    in the heavy-work pool under a deadline (models/serving/runtime.py heavy_work), never in a
     page slot, not even while waiting for another session computing the same grid.
     Raises `Unfinished` (nothing cached) when the deadline passed or a newer run began."""
-    from models.runtime import page_slot_set_aside
+    from models.serving.runtime import page_slot_set_aside
 
     with page_slot_set_aside():
         return _every_head_measured(key, text)
@@ -772,8 +773,8 @@ def every_head_run(key: str, text: str) -> np.ndarray:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _every_head_measured(key: str, text: str) -> np.ndarray:
-    from models.ablation import every_head_effect
-    from models.runtime import heavy_work
+    from models.analysis.ablation import every_head_effect
+    from models.serving.runtime import heavy_work
 
     model = attention_model(key)
     tokenized = model.tokenize(text)
@@ -781,12 +782,12 @@ def _every_head_measured(key: str, text: str) -> np.ndarray:
         return every_head_effect(model, tokenized, go_on=go_on)
 
 
-# --- SeqLens's own small models (models/tokenizer.py, models/transformer.py) ---
+# --- SeqLens's own small models (models/nets/tokenizer.py, models/nets/transformer.py) ---
 
 
 @st.cache_resource(show_spinner=False)
 def load_tokenizer():
-    from models.tokenizer import Tokenizer
+    from models.nets.tokenizer import Tokenizer
 
     return Tokenizer()
 
@@ -795,8 +796,8 @@ def load_tokenizer():
 def load_transformer(positional: str = "sinusoidal", causal: bool = False, seed: int = 0):
     """One frozen random Transformer per (encoding, direction, seed), shared by every session:
     only ever read (no hooks, nothing stored on it)."""
-    from models.runtime import limit_threads, settle_heap_after_run
-    from models.transformer import Transformer, TransformerConfig
+    from models.nets.transformer import Transformer, TransformerConfig
+    from models.serving.runtime import limit_threads, settle_heap_after_run
 
     limit_threads()
     cfg = TransformerConfig(
@@ -807,7 +808,7 @@ def load_transformer(positional: str = "sinusoidal", causal: bool = False, seed:
     return model
 
 
-# --- the recurrent lesson's models (models/recurrent.py) ---
+# --- the recurrent lesson's models (models/nets/recurrent.py) ---
 
 
 @st.cache_resource(max_entries=48, show_spinner=False)
@@ -823,8 +824,8 @@ def load_recurrent(
 ):
     """One frozen RNN, LSTM or GRU per (config, seed), shared by every session: only ever read
     (no hooks, nothing stored on it, gradients only with respect to per-request tensors)."""
-    from models.recurrent import Recurrent, RecurrentConfig
-    from models.runtime import limit_threads
+    from models.nets.recurrent import Recurrent, RecurrentConfig
+    from models.serving.runtime import limit_threads
 
     limit_threads()
     cfg = RecurrentConfig(
@@ -845,8 +846,8 @@ def load_recurrent(
 @st.cache_resource(max_entries=64, show_spinner=False)
 def load_checkpoint(stem: str):
     """A shipped or saved checkpoint, frozen and shared (only ever read)."""
-    from models import checkpoints
-    from models.runtime import limit_threads
+    from models.serving.runtime import limit_threads
+    from models.training import checkpoints
 
     limit_threads()
     return checkpoints.load(stem)
@@ -855,8 +856,8 @@ def load_checkpoint(stem: str):
 def trained_stem(name: str) -> str:
     """Where the trained model `name` is kept: with the shipped checkpoints, or in this
     visitor's own folder (a visitor's model names never clash with the shipped ones)."""
-    from models import trained_sources as ts
-    from models.train import CHECKPOINT_DIR
+    from models.analysis import trained_sources as ts
+    from models.training.train import CHECKPOINT_DIR
 
     if name in (*ts.SHIPPED_TRANSFORMERS, ts.SHIPPED_ENCODER_DECODER):
         return str(CHECKPOINT_DIR / name)
@@ -886,9 +887,9 @@ def about_trained(checkpoint, key_prefix: str) -> str:
 def induction_roles(stem: str) -> dict:
     """A trained induction model's strongest induction head and the strongest
     previous-token head in a layer before it, measured on held-out sequences
-    (models/probes.py): `(layer, head, score)` each."""
-    from models.probes import circuit, head_scores
-    from models.tasks import task_from_config
+    (models/analysis/probes.py): `(layer, head, score)` each."""
+    from models.analysis.probes import circuit, head_scores
+    from models.training.tasks import task_from_config
 
     checkpoint = load_checkpoint(stem)
     return circuit(head_scores(checkpoint.model, task_from_config(checkpoint.task)))
@@ -913,7 +914,7 @@ def induction_roles_text(roles: dict, key: str) -> str:
 
 @st.cache_resource(show_spinner=False)
 def load_visitor_store():
-    from models.visitor_store import VisitorStore
+    from models.serving.visitor_store import VisitorStore
 
     store = VisitorStore()
     store.prune()
@@ -923,10 +924,11 @@ def load_visitor_store():
 @st.cache_resource(show_spinner=False)
 def load_job_manager():
     """One queue for the whole server: at most MAX_RUNNING training runs at once. Its state
-    folder, where `python -m models.jobs clear` leaves its request, is the visitor store's."""
+    folder, where `python -m models.training.jobs clear` leaves its request, is the visitor
+    store's."""
     import logging
 
-    from models.jobs import MAX_RUNNING, JobManager
+    from models.training.jobs import MAX_RUNNING, JobManager
 
     store = load_visitor_store()
     # The operator's log shows every refused, dropped, stopped and cleared run.

@@ -1,8 +1,8 @@
 """Lesson: every attention head of a pretrained model, on the visitor's sentence.
 
 The model is all-MiniLM-L6-v2 unless the visitor picks another one the server's operator
-offers (models/catalog.py), a Transformer SeqLens ships trained, or one the visitor trained
-(models/trained_attention.py). Below the heads: switching heads off, and attention rollout.
+offers (models/serving/catalog.py), a Transformer SeqLens ships trained, or one the visitor trained
+(models/analysis/trained_attention.py). Below the heads: switching heads off, and attention rollout.
 """
 
 import logging
@@ -52,8 +52,8 @@ from components.widgets import (
     trained_stem,
     visitor_id,
 )
-from models import trained_sources as ts
-from models.attention_stats import (
+from models.analysis import trained_sources as ts
+from models.analysis.attention_stats import (
     attention_rollout,
     head_statistics,
     sink_heads,
@@ -61,12 +61,12 @@ from models.attention_stats import (
     strongest_head_for_query,
     strongest_link,
 )
-from models.catalog import SHIPPED_KEY
-from models.checkpoints import CheckpointError
-from models.fair_slots import Superseded, Unfinished
-from models.model_files import ModelRefused
-from models.pretrained import stack_patterns
-from models.runtime import HEAVY_DEADLINE_S
+from models.nets.pretrained import stack_patterns
+from models.serving.catalog import SHIPPED_KEY
+from models.serving.fair_slots import Superseded, Unfinished
+from models.serving.model_files import ModelRefused
+from models.serving.runtime import HEAVY_DEADLINE_S
+from models.training.checkpoints import CheckpointError
 
 FAMILIES = {
     "bert": "BERT",

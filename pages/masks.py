@@ -32,11 +32,11 @@ from components.widgets import (
     trained_stem,
     visitor_id,
 )
-from models import cost, kv_cache, masks, scaling
-from models import trained_sources as ts
-from models.checkpoints import Checkpoint, CheckpointError
+from models.analysis import cost, kv_cache, masks, scaling
+from models.analysis import trained_sources as ts
 from models.inputs import READ_CHARS, prepare_sentence, tokenization_notes
-from models.tokenizer import PAD, SPECIAL_TOKENS
+from models.nets.tokenizer import PAD, SPECIAL_TOKENS
+from models.training.checkpoints import Checkpoint, CheckpointError
 
 enter_lesson()
 

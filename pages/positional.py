@@ -45,11 +45,11 @@ from components.widgets import (
     trained_stem,
     visitor_id,
 )
-from models import positional as pe
-from models import trained_sources as ts
-from models.checkpoints import CheckpointError
+from models.analysis import positional as pe
+from models.analysis import trained_sources as ts
 from models.inputs import tokenization_notes
-from models.tokenizer import MAX_TOKENS
+from models.nets.tokenizer import MAX_TOKENS
+from models.training.checkpoints import CheckpointError
 
 enter_lesson()
 

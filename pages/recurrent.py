@@ -36,13 +36,13 @@ from components.widgets import (
     show_notes,
     visitor_id,
 )
-from models import gradient_flow as gf
-from models import trained_sources as ts
-from models.checkpoints import CheckpointError
+from models.analysis import gradient_flow as gf
+from models.analysis import trained_sources as ts
 from models.inputs import Note, tokenization_notes
-from models.recurrent import ACTIVATIONS, INITS
-from models.tokenizer import MAX_TOKENS
-from models.train import CHECKPOINT_DIR
+from models.nets.recurrent import ACTIVATIONS, INITS
+from models.nets.tokenizer import MAX_TOKENS
+from models.training.checkpoints import CheckpointError
+from models.training.train import CHECKPOINT_DIR
 
 enter_lesson()
 

@@ -34,11 +34,11 @@ from components.widgets import (
     visitor_id,
     visitor_link,
 )
-from models import job_limits, jobs
-from models.probes import circuit
-from models.task_models import LABELS
-from models.tasks import TASKS, make_task
-from models.train import (
+from models.analysis.probes import circuit
+from models.nets.task_models import LABELS
+from models.training import job_limits, jobs
+from models.training.tasks import TASKS, make_task
+from models.training.train import (
     CHECKPOINT_DIR,
     COPY_LAG_FILE,
     LM_BASELINE_FILE,
@@ -309,7 +309,7 @@ targets = [
 with st.expander(t("training.targets.title")):
     st.text("\n".join(targets))
     st.caption(t("training.targets.command"))
-    st.code("python -m models.train --all", language="bash")
+    st.code("python -m models.training.train --all", language="bash")
 
 # The n-gram baseline ----------------------------------------------------------------------
 st.subheader(t("training.ngram.title"))
@@ -379,7 +379,7 @@ induction_task = make_task("induction")
 @st.cache_data(show_spinner=False)
 def induction_heads() -> tuple[dict, float]:
     """The shipped model's head scores and its recorded held-out accuracy on the repeat."""
-    from models.probes import head_scores
+    from models.analysis.probes import head_scores
 
     stem = str(CHECKPOINT_DIR / checkpoint_name(induction_task, "transformer"))
     loaded = load_checkpoint(stem)
@@ -438,14 +438,14 @@ BEST_NGRAM = 4
 
 @st.cache_resource(show_spinner=False)
 def ngram_model():
-    from models.ngram import WittenBell
+    from models.analysis.ngram import WittenBell
 
     return WittenBell(lm_task.split()[0], BEST_NGRAM, lm_task.vocab)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def surprisal(text: str) -> dict[str, np.ndarray]:
-    from models.probes import char_surprisal, ngram_surprisal
+    from models.analysis.probes import char_surprisal, ngram_surprisal
 
     out = {"ngram": ngram_surprisal(ngram_model(), text)}
     for kind in ("lstm", "transformer"):

@@ -138,8 +138,8 @@ def heatmap_grid(z) -> np.ndarray:
 def save_shipped(store, visitor: str, name: str, stamp: str = "", as_name: str = "") -> str:
     """Save the shipped checkpoint `name` among `visitor`'s models (under `as_name` if
     given), as the training lab saves a run; returns the name it was saved under."""
-    from models import checkpoints
-    from models.train import CHECKPOINT_DIR
+    from models.training import checkpoints
+    from models.training.train import CHECKPOINT_DIR
 
     saved = checkpoints.load(CHECKPOINT_DIR / name)
     return store.save(

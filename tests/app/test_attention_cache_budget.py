@@ -8,8 +8,8 @@ import pytest
 from conftest import data_cache_bytes
 
 import components.widgets as widgets
-from models.catalog import SHIPPED_KEY
-from models.tiny import WORDS
+from models.nets.tiny import WORDS
+from models.serving.catalog import SHIPPED_KEY
 
 N_SENTENCES = 140
 # Under the budget, with room: MiniLM's run of 128 tokens holds ~4.5 MB.

@@ -10,8 +10,8 @@ import struct
 import pytest
 from conftest import chart, messages, open_lesson, texts
 
-import models.hf_models as hf_models
-from models.tiny import save_tiny_model
+import models.nets.hf_models as hf_models
+from models.nets.tiny import save_tiny_model
 
 SENTENCE = "the dog sat on the mat"
 SHAPE_NOT_A_NUMBER = b'{"w": {"dtype": "F32", "shape": ["x"], "data_offsets": [0, 4]}}'

@@ -10,7 +10,7 @@ import pytest
 from conftest import chart, grid_columns, grid_values, messages, open_lesson, texts
 
 from components.widgets import model_choices
-from models.tiny import save_tiny_model
+from models.nets.tiny import save_tiny_model
 
 SENTENCE = "the cat sat on the mat"
 
@@ -38,7 +38,7 @@ def test_the_model_list_offers_the_folder_models_after_minilm(models_dir):
     assert box.options[0].startswith("all-MiniLM-L6-v2")
     offered = [option.split(" · ")[0] for option in box.options]
     assert offered[:4] == ["all-MiniLM-L6-v2", "tiny-bert", "tiny-gpt2", "tiny-llama"]
-    # Then the Transformers SeqLens trained (models/trained_attention.py).
+    # Then the Transformers SeqLens trained (models/analysis/trained_attention.py).
     assert offered[4:] == ["Induction model", "Character language model"]
     assert "pickled" not in offered
     # The refused folder is named with its reason, as plain text.

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import open_lesson
 
-from models.pretrained import PretrainedEncoder, stack_patterns
+from models.nets.pretrained import PretrainedEncoder, stack_patterns
 
 # Five of its twelve characters are [UNK] to MiniLM's English vocabulary.
 CHINESE = "我爱北京天安门，天气很好。"

@@ -20,11 +20,11 @@ from conftest import (
 )
 
 from components.widgets import load_visitor_store
-from models import checkpoints
-from models import trained_sources as ts
-from models.probes import circuit, head_scores
-from models.tasks import task_from_config
-from models.train import CHECKPOINT_DIR
+from models.analysis import trained_sources as ts
+from models.analysis.probes import circuit, head_scores
+from models.training import checkpoints
+from models.training.tasks import task_from_config
+from models.training.train import CHECKPOINT_DIR
 
 SENTENCE = "The cat sat on the mat."
 SECTIONS = {"all_heads", "one_head", "focus", "summary", "ablate_next", "rollout"}

@@ -8,7 +8,7 @@ from conftest import chart, messages, open_lesson
 
 from components import widgets
 from components.i18n import t
-from models import runtime
+from models.serving import runtime
 
 SENTENCE = "the cat sat on the mat"
 

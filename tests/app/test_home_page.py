@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 import components.widgets as widgets
 from components.i18n import strings, using_language
 from components.lineage import COLUMNS, cells, lesson_for
-from models.lineage import ARCHITECTURES, LENGTHS, Measured
+from models.analysis.lineage import ARCHITECTURES, LENGTHS, Measured
 
 
 def drawn_markdown(at: AppTest) -> list[str]:

@@ -7,7 +7,7 @@ import numpy as np
 from conftest import data_cache_bytes
 
 from components import masks_runs
-from models.tiny import WORDS
+from models.nets.tiny import WORDS
 
 N_PAIRS = 80
 # Under the budget: a 40-token cross-attention trace holds ~0.8 MB, 64 of them ~53 MB.

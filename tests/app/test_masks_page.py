@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import chart, chart_specs, heatmap_grid, messages, open_lesson, texts
 
-from models.masks import KINDS, STEPS
+from models.analysis.masks import KINDS, STEPS
 
 PARTS = ("masks", "scale", "kv", "cost")
 

@@ -8,8 +8,8 @@ import numpy as np
 from conftest import chart, chart_specs, messages, open_lesson, texts
 
 from components.positional import scheme_label
-from models import positional as pe
-from models.transformer import TransformerConfig
+from models.analysis import positional as pe
+from models.nets.transformer import TransformerConfig
 
 # The lesson's tabs and the charts each draws; only the open tab is drawn.
 TABS = {
@@ -136,8 +136,8 @@ def _values(y) -> list[float]:
 
 
 def test_the_example_pairs_are_tabled_with_each_encodings_distance_measured_anew():
-    from models.tokenizer import Tokenizer
-    from models.transformer import Transformer, TransformerConfig
+    from models.nets.tokenizer import Tokenizer
+    from models.nets.transformer import Transformer, TransformerConfig
 
     at = open_lesson("positional", "dog bites man")
     table = at.dataframe[0].value
@@ -189,9 +189,9 @@ def test_the_rotation_caption_names_the_offsets_it_measured():
 def test_the_trained_table_s_neighbour_cosines_are_quoted_not_called_random():
     """Training the induction model takes its neighbouring position vectors from a mean
     cosine near 0 to about 0.3: the caption quotes both numbers and claims nothing else."""
-    from models import checkpoints
-    from models import trained_sources as ts
-    from models.train import CHECKPOINT_DIR
+    from models.analysis import trained_sources as ts
+    from models.training import checkpoints
+    from models.training.train import CHECKPOINT_DIR
 
     trained = checkpoints.load(CHECKPOINT_DIR / "induction-transformer").model
     near = {

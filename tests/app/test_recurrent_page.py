@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from conftest import chart, chart_keys, every_chart, messages, open_lesson, plotly_array, texts
 
-from models import gradient_flow as gf
-from models.recurrent import Recurrent, RecurrentConfig
-from models.tokenizer import MAX_TOKENS, Tokenizer
-from models.transformer import Transformer, TransformerConfig
+from models.analysis import gradient_flow as gf
+from models.nets.recurrent import Recurrent, RecurrentConfig
+from models.nets.tokenizer import MAX_TOKENS, Tokenizer
+from models.nets.transformer import Transformer, TransformerConfig
 
 CHARTS = {
     "rc_distance",

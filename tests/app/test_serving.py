@@ -8,7 +8,7 @@ import torch
 from conftest import open_lesson
 
 from components.widgets import load_checkpoint, load_recurrent
-from models import runtime
+from models.serving import runtime
 
 
 def test_a_lesson_settles_the_heap_after_its_first_complete_run(lesson_path):

@@ -23,13 +23,13 @@ from conftest import (
 from safetensors.numpy import load_file
 
 from components.widgets import load_visitor_store
-from models import checkpoints
-from models import gradient_flow as gf
-from models import trained_sources as ts
-from models.masks import KINDS, STEPS
-from models.probes import previous_occurrence
-from models.tasks import IGNORE, make_task
-from models.train import CHECKPOINT_DIR
+from models.analysis import gradient_flow as gf
+from models.analysis import trained_sources as ts
+from models.analysis.masks import KINDS, STEPS
+from models.analysis.probes import previous_occurrence
+from models.training import checkpoints
+from models.training.tasks import IGNORE, make_task
+from models.training.train import CHECKPOINT_DIR
 
 SENTENCE = "the cat sat on the mat"
 STEP_CHARTS = {f"mask_step_{step}" for step in STEPS}

@@ -11,9 +11,9 @@ from conftest import chart, messages, open_lesson, plotly_array
 
 from components.i18n import t
 from components.widgets import load_job_manager, load_visitor_store
-from models.job_limits import Refused, Requester
-from models.jobs import RunRequest
-from models.train import CHECKPOINT_DIR, COPY_LAG_FILE
+from models.training.job_limits import Refused, Requester
+from models.training.jobs import RunRequest
+from models.training.train import CHECKPOINT_DIR, COPY_LAG_FILE
 
 WAIT = 240  # seconds: the machine is shared; a 10-step run takes about one
 
@@ -122,10 +122,10 @@ def test_the_page_speaks_chinese():
 
 
 def test_the_induction_heads_are_named_with_the_scores_measured_from_the_shipped_file():
-    from models import checkpoints
-    from models.probes import circuit, head_scores
-    from models.tasks import make_task
-    from models.train import checkpoint_name
+    from models.analysis.probes import circuit, head_scores
+    from models.training import checkpoints
+    from models.training.tasks import make_task
+    from models.training.train import checkpoint_name
 
     task = make_task("induction")
     loaded = checkpoints.load(CHECKPOINT_DIR / checkpoint_name(task, "transformer"))
@@ -147,7 +147,7 @@ def test_the_induction_heads_are_named_with_the_scores_measured_from_the_shipped
 
 
 def test_a_nearly_full_disk_is_named_in_the_visitor_s_language(monkeypatch):
-    from models import visitor_store
+    from models.serving import visitor_store
 
     free = type("Usage", (), {"free": 100 * 2**20})()
     monkeypatch.setattr(visitor_store.shutil, "disk_usage", lambda _: free)

@@ -21,7 +21,7 @@ from test_browser import (
 )
 
 from bench.server import Server
-from models.tiny import save_tiny_model
+from models.nets.tiny import save_tiny_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 

@@ -31,7 +31,7 @@ from test_browser import (
 )
 
 from components.i18n import strings
-from models.tokenizer import MAX_TOKENS, Tokenizer
+from models.nets.tokenizer import MAX_TOKENS, Tokenizer
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 

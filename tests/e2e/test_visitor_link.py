@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from models import checkpoints
-from models import trained_sources as ts
-from models.train import CHECKPOINT_DIR
-from models.visitor_store import VisitorStore
+from models.analysis import trained_sources as ts
+from models.serving.visitor_store import VisitorStore
+from models.training import checkpoints
+from models.training.train import CHECKPOINT_DIR
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 

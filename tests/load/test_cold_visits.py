@@ -2,7 +2,7 @@
 
 Each page's first run imports what it needs; libraries import more lazily (plotly imports
 pandas when it first checks an array). Before first runs took turns
-(models/runtime.py `first_runs_in_turn`), twelve first visits at once failed a page with
+(models/serving/runtime.py `first_runs_in_turn`), twelve first visits at once failed a page with
 "partially initialized module" in 3 of 4 fresh servers.
 """
 

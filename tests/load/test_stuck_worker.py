@@ -49,7 +49,9 @@ def forward_worker_once_idle(server_pid: int) -> int:
     deadline = time.monotonic() + WORKER_READY_LIMIT_S
     last, still_since = None, None
     while time.monotonic() < deadline:
-        found = [p for p in _proc_children(server_pid) if "models.forward_worker" in _cmdline(p)]
+        found = [
+            p for p in _proc_children(server_pid) if "models.serving.forward_worker" in _cmdline(p)
+        ]
         ticks = _cpu_ticks(found[0]) if found else None
         if ticks is not None and ticks == last:
             if time.monotonic() - still_since >= 2.0:

@@ -30,7 +30,7 @@ def make_patterns(rng):
 def tiny_models_dir(tmp_path_factory):
     """A models folder holding tiny random BERT, RoBERTa, GPT-2, Llama (GQA) and Mistral
     models, saved as safetensors: what an operator's folder looks like, built offline."""
-    from models.tiny import save_tiny_models
+    from models.nets.tiny import save_tiny_models
 
     root = tmp_path_factory.mktemp("models")
     save_tiny_models(root)

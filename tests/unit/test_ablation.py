@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from models.ablation import ablate, every_head_effect, sentence_embedding
-from models.hf_models import AttentionModel
-from models.pretrained import PretrainedEncoder
+from models.analysis.ablation import ablate, every_head_effect, sentence_embedding
+from models.nets.hf_models import AttentionModel
+from models.nets.pretrained import PretrainedEncoder
 
 SENTENCE = "The animal didn't cross the street because it was too tired"
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from models.attention_stats import (
+from models.analysis.attention_stats import (
     attention_rollout,
     entropy_bits,
     head_statistics,

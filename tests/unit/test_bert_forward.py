@@ -1,4 +1,4 @@
-"""The written-out BERT forward (models/bert_forward.py) against transformers' own forward
+"""The written-out BERT forward (models/nets/bert_forward.py) against transformers' own forward
 of the same model: the same patterns and hidden states, to the last bit."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from models.bert_forward import WEIGHTS_FILE, bert_from_folder, written_out_bert
-from models.hf_models import AttentionModel
-from models.pretrained import PretrainedEncoder
+from models.nets.bert_forward import WEIGHTS_FILE, bert_from_folder, written_out_bert
+from models.nets.hf_models import AttentionModel
+from models.nets.pretrained import PretrainedEncoder
 
 SENTENCE = "The animal didn't cross the street because it was too tired"
 TEXTS = ("", "hi", SENTENCE, " ".join([SENTENCE] * 12))  # 2 tokens up to the 128 cap
@@ -108,7 +108,7 @@ def test_the_shipped_model_loads_and_runs_without_transformers_model_classes():
     """What a cold server's first chart waits for: no BERT modeling file, no torch._dynamo."""
     code = (
         "import sys\n"
-        "from models.pretrained import PretrainedEncoder\n"
+        "from models.nets.pretrained import PretrainedEncoder\n"
         "m = PretrainedEncoder()\n"
         "m.run_with_cache(m.tokenize('The cat sat on the mat'))\n"
         "print(sorted(n for n in sys.modules if n.startswith('transformers.models.')"

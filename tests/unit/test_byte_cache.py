@@ -1,4 +1,4 @@
-"""The byte-bounded LRU the attention runs are cached in (models/byte_cache.py)."""
+"""The byte-bounded LRU the attention runs are cached in (models/serving/byte_cache.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from models.byte_cache import OBJECT_OVERHEAD, ByteLRU, size_of
+from models.serving.byte_cache import OBJECT_OVERHEAD, ByteLRU, size_of
 
 MB = 2**20
 

@@ -9,8 +9,8 @@ from components.i18n import using_language
 from components.lineage import cells
 from components.positional import encoding_heatmap, error_bars_figure, waves_figure
 from components.recurrent import clipping_figure, gates_figure, unit_heatmap
-from models import positional as pe
-from models.lineage import Measured
+from models.analysis import positional as pe
+from models.analysis.lineage import Measured
 
 
 def test_positional_builders_follow_the_language():

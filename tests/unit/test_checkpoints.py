@@ -8,9 +8,9 @@ import pickle
 import pytest
 import torch
 
-from models import checkpoints
-from models.checkpoints import CheckpointError
-from models.task_models import ModelSpec, SequenceModel
+from models.nets.task_models import ModelSpec, SequenceModel
+from models.training import checkpoints
+from models.training.checkpoints import CheckpointError
 
 SPECS = [
     ModelSpec(kind="lstm", n_in=6, n_out=6, d_model=8),
@@ -146,7 +146,7 @@ def _planted(tmp_path, **model) -> None:
 def forbid_real_models(monkeypatch):
     """Call it, and from then on a SequenceModel may be built only on the meta device
     (shapes without storage)."""
-    from models import task_models
+    from models.nets import task_models
 
     real_init = task_models.SequenceModel.__init__
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from models.pretrained import PretrainedEncoder
-from models.tokenizer import Tokenizer
-from models.transformer import Transformer, TransformerConfig
+from models.nets.pretrained import PretrainedEncoder
+from models.nets.tokenizer import Tokenizer
+from models.nets.transformer import Transformer, TransformerConfig
 
 SENTENCES = [
     "The animal didn't cross the street because it was too tired",
@@ -99,7 +99,7 @@ def test_own_transformer_gives_each_thread_its_own_serial_answer(positional):
 
 def test_ablations_from_many_threads_switch_off_only_their_own_heads(encoder):
     """Each visitor switches different heads off on the one shared MiniLM at once."""
-    from models.ablation import ablate
+    from models.analysis.ablation import ablate
 
     before = fingerprint(encoder.model)
     choices = [((3, 1),), ((5, 11), (0, 0)), (), ((2, 7),), ((1, 1), (4, 4), (5, 5)), ((0, 3),)]

@@ -1,6 +1,7 @@
-"""Page slots and heavy work shared fairly (models/fair_slots.py, models/runtime.py): one
-slot per session, first come first served, heavy work outside the page slots, with a
-deadline, and a session's older run giving way to its newer one.
+"""Page slots and heavy work shared fairly (models/serving/fair_slots.py,
+models/serving/runtime.py): one slot per session, first come first served, heavy work
+outside the page slots, with a deadline, and a session's older run giving way to its newer
+one.
 
 Order and state only, observed with events; every wait is bounded as a hang guard.
 """
@@ -12,10 +13,10 @@ import threading
 import numpy as np
 import pytest
 
-from models import runtime
-from models.ablation import every_head_effect
-from models.fair_slots import FairSlots, SessionRuns, Superseded, Unfinished
-from models.hf_models import AttentionModel
+from models.analysis.ablation import every_head_effect
+from models.nets.hf_models import AttentionModel
+from models.serving import runtime
+from models.serving.fair_slots import FairSlots, SessionRuns, Superseded, Unfinished
 
 HANG_S = 10
 SENTENCE = "The animal didn't cross the street because it was too tired"

@@ -1,4 +1,4 @@
-"""The forward passes run in a worker process (models/forward_worker.py): the same trace as
+"""The forward passes run in a worker process (models/serving/forward_worker.py): the same trace as
 the server's own pass, bit for bit; and when the worker cannot answer, None, so that the
 server runs the pass itself."""
 
@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.forward_worker import (
+from models.inputs import Tokenized
+from models.nets.pretrained import PretrainedEncoder, attention_trace
+from models.serving.forward_worker import (
     AHEAD_KEPT,
     ANSWER_TIMEOUT_S,
     ForwardWorker,
@@ -23,10 +25,8 @@ from models.forward_worker import (
     encode_trace,
     worker_wanted,
 )
-from models.inputs import Tokenized
-from models.pretrained import PretrainedEncoder, attention_trace
-from models.runtime import limit_threads
-from models.worker_slot import WorkerSlot
+from models.serving.runtime import limit_threads
+from models.serving.worker_slot import WorkerSlot
 
 SENTENCE = "The animal didn't cross the street because it was too tired"
 TEXTS = ("", "hi", SENTENCE, " ".join([SENTENCE] * 12))  # 2 tokens up to the 128 cap
@@ -281,7 +281,7 @@ def test_the_shipped_models_pass_goes_to_its_worker_and_to_the_server_when_it_ca
     monkeypatch,
 ):
     from components import widgets
-    from models.catalog import SHIPPED_KEY
+    from models.serving.catalog import SHIPPED_KEY
 
     worker = _Worker({"tokens": "in the worker"})
     monkeypatch.setattr(widgets, "shipped_model_worker", lambda: worker)
@@ -310,7 +310,7 @@ def test_a_stopped_childs_pass_runs_in_the_server_and_gives_the_same_trace(minil
     """A child stopped by a signal (SIGSTOP) never answers; the visitor's pass runs in the
     server once the pass has been with the child ANSWER_TIMEOUT_S."""
     from components import widgets
-    from models.catalog import SHIPPED_KEY
+    from models.serving.catalog import SHIPPED_KEY
 
     worker = ready_worker(minilm.path)
     assert worker.ready

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from models import gradient_flow as gf
-from models.recurrent import GATES, Recurrent, RecurrentConfig, readout
-from models.transformer import Transformer, TransformerConfig
+from models.analysis import gradient_flow as gf
+from models.nets.recurrent import GATES, Recurrent, RecurrentConfig, readout
+from models.nets.transformer import Transformer, TransformerConfig
 
 F32_MAX = float(np.finfo(np.float32).max)
 

@@ -1,6 +1,6 @@
 """Two visitors' grids of every head switched off hold no page slot: a third visitor's
 page still runs while both grids are being measured (components/widgets.py
-every_head_run, models/runtime.py heavy_work). Before, each grid held one of the two
+every_head_run, models/serving/runtime.py heavy_work). Before, each grid held one of the two
 page slots for its whole 3-4 s, and every other visitor's rerun waited behind them. The
 masks lesson's measurements a slider keys (1-5 s each) hold none either.
 
@@ -14,7 +14,8 @@ import threading
 import numpy as np
 
 from components import widgets
-from models import ablation, runtime
+from models.analysis import ablation
+from models.serving import runtime
 
 HANG_S = 10
 # Long enough for a page stuck behind the grids to show as stuck, yet a bound.
@@ -73,7 +74,7 @@ def test_a_third_page_runs_while_two_visitors_grids_are_measured(monkeypatch):
 
 def test_a_masks_measurement_a_slider_keys_holds_no_page_slot(monkeypatch):
     from components import masks_runs
-    from models import scaling
+    from models.analysis import scaling
 
     measuring, release = threading.Event(), threading.Event()
 

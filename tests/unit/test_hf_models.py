@@ -15,10 +15,10 @@ import torch
 from transformers import AutoModel, AutoModelForCausalLM
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
-from models.catalog import Settings, list_models, model_folder
-from models.hf_models import ABLATABLE_EAGER, AttentionModel, NoAttentionWeights
-from models.model_files import ModelRefused, check_folder, count_parameters
-from models.pretrained import stack_patterns
+from models.nets.hf_models import ABLATABLE_EAGER, AttentionModel, NoAttentionWeights
+from models.nets.pretrained import stack_patterns
+from models.serving.catalog import Settings, list_models, model_folder
+from models.serving.model_files import ModelRefused, check_folder, count_parameters
 
 SENTENCE = "The animal didn't cross the street because it was too tired"
 ENCODERS = ("bert", "roberta")
@@ -233,7 +233,7 @@ def test_the_parameter_limit_reads_plain_and_suffixed_counts(raw, expected):
 
 
 def test_the_hub_is_off_unless_the_operator_switches_it_on(monkeypatch):
-    import models.catalog as catalog
+    import models.serving.catalog as catalog
 
     asked = []
     monkeypatch.setattr(catalog, "hub_online", lambda: asked.append(1) or True)
@@ -252,7 +252,7 @@ def test_the_hub_is_off_unless_the_operator_switches_it_on(monkeypatch):
 
 
 def test_an_offline_hub_offers_nothing(monkeypatch):
-    import models.catalog as catalog
+    import models.serving.catalog as catalog
 
     monkeypatch.setattr(catalog, "hub_online", lambda: False)
     on = Settings.from_env({"SEQLENS_ALLOW_HUB": "1", "SEQLENS_HUB_MODELS": "org/model"})
@@ -261,9 +261,10 @@ def test_an_offline_hub_offers_nothing(monkeypatch):
 
 def test_the_attention_page_imports_its_models_module_without_transformers():
     """transformers (seconds to import on a fresh server) loads with the first model, so
-    the attention page draws its frame and sentence box before it (models/hf_models.py)."""
+    the attention page draws its frame and sentence box before it (models/nets/hf_models.py)."""
     code = (
-        "import sys; import models.pretrained, models.hf_models, models.ablation; "
+        "import sys; "
+        "import models.nets.pretrained, models.nets.hf_models, models.analysis.ablation; "
         "print('transformers' in sys.modules)"
     )
     root = Path(__file__).resolve().parents[2]
@@ -278,7 +279,7 @@ def test_models_built_at_once_in_several_threads_all_find_transformers_whole():
     thread, while the others wait (without the lock, 1 run in 2 failed here)."""
     code = """
 import threading
-import models.hf_models as hf
+import models.nets.hf_models as hf
 errors, start = [], threading.Barrier(8)
 def build():
     start.wait()
@@ -301,7 +302,7 @@ print(errors)
 def test_the_hub_libraries_are_told_to_stay_offline():
     import os
 
-    import models.hf_models  # noqa: F401
+    import models.nets.hf_models  # noqa: F401
 
     assert os.environ["HF_HUB_OFFLINE"] == "1"
     assert os.environ["HF_HUB_DISABLE_TELEMETRY"] == "1"
@@ -338,7 +339,7 @@ def test_a_hub_model_is_checked_from_its_index_before_anything_is_downloaded(mon
     import huggingface_hub
     from huggingface_hub.errors import NotASafetensorsRepoError
 
-    import models.catalog as catalog
+    import models.serving.catalog as catalog
 
     downloads = []
 
@@ -380,7 +381,7 @@ def test_a_hub_model_is_checked_from_its_index_before_anything_is_downloaded(mon
 def test_cased_and_sentencepiece_normalisers_report_no_accent_changes(loaded):
     from tokenizers import normalizers
 
-    from models.hf_models import accent_changes
+    from models.nets.hf_models import accent_changes
 
     class WithNormaliser:
         def __init__(self, normalizer):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from models import job_limits, jobs
-from models.job_limits import (
+from models.training import job_limits, jobs
+from models.training.job_limits import (
     CLEAR_FILE,
     CLIENT_RUNS,
     STEPS_BUDGET,
@@ -25,7 +25,7 @@ from models.job_limits import (
     Requester,
     env_number,
 )
-from models.jobs import (
+from models.training.jobs import (
     CLEARED,
     DONE,
     QUEUED,
@@ -36,7 +36,7 @@ from models.jobs import (
     QueueFull,
     RunRequest,
 )
-from models.train import Recipe, Trainer
+from models.training.train import Recipe, Trainer
 
 TINY = Recipe(steps=1, batch_size=8, d_model=8, n_layers=1, n_heads=2)
 COPY = {"name": "copy", "lag": 5}
@@ -370,11 +370,11 @@ def test_the_clear_command_writes_the_request_into_the_state_folder(tmp_path, mo
     class Store:
         root = tmp_path / "store"
 
-    monkeypatch.setattr("models.visitor_store.VisitorStore", Store)
+    monkeypatch.setattr("models.serving.visitor_store.VisitorStore", Store)
     assert job_limits.main(["clear"]) == 0
     assert (Store.root / CLEAR_FILE).exists()
     done = subprocess.run(
-        [sys.executable, "-m", "models.jobs", "clear", "--root", str(tmp_path / "other")],
+        [sys.executable, "-m", "models.training.jobs", "clear", "--root", str(tmp_path / "other")],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -407,7 +407,7 @@ def test_the_limits_are_read_from_their_environment_variables():
         SEQLENS_TRAINING_WAIT_S="oops",
         SEQLENS_TRAINING_RECONNECT_S="60",
     )
-    code = "from models.job_limits import Limits; print(Limits())"
+    code = "from models.training.job_limits import Limits; print(Limits())"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )

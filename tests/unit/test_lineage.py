@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from models import lineage as lg
+from models.analysis import lineage as lg
 
 D = 8
 

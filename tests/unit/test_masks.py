@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from models import masks
-from models.tokenizer import PAD, SPECIAL_TOKENS, Tokenizer
-from models.transformer import EncoderDecoder, Transformer, TransformerConfig, attention
+from models.analysis import masks
+from models.nets.tokenizer import PAD, SPECIAL_TOKENS, Tokenizer
+from models.nets.transformer import EncoderDecoder, Transformer, TransformerConfig, attention
 
 TINY = TransformerConfig(d_model=16, n_heads=2, d_head=8, n_layers=2, n_ctx=32, d_vocab=50)
 TOKENS = [3, 14, 15, 9, 26, 5, 35, 8, 42]
@@ -215,8 +215,8 @@ def test_the_pad_id_is_the_tokenizers_pad_token():
 
 def test_a_trained_model_s_reading_made_once_per_task_is_what_reading_it_again_gives():
     from components.masks_runs import trained_read
-    from models import trained_sources as ts
-    from models.tasks import make_task
+    from models.analysis import trained_sources as ts
+    from models.training.tasks import make_task
 
     for task in (make_task("induction").config(), make_task("copy").config()):
         for index in (0, 1):

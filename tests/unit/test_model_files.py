@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-import models.hf_models as hf_models
-from models.catalog import Settings, list_models
-from models.config_size import config_parameters
-from models.hf_models import AttentionModel
-from models.model_files import ModelRefused, check_folder, count_parameters
-from models.pretrained import default_model_path
-from models.tiny import KINDS
+import models.nets.hf_models as hf_models
+from models.nets.hf_models import AttentionModel
+from models.nets.pretrained import default_model_path
+from models.nets.tiny import KINDS
+from models.serving.catalog import Settings, list_models
+from models.serving.config_size import config_parameters
+from models.serving.model_files import ModelRefused, check_folder, count_parameters
 
 LANGUAGES = ("en", "zh")
 DECODERS = ("gpt2", "llama", "mistral")
@@ -100,7 +100,7 @@ def test_every_damaged_folder_is_listed_as_refused_with_a_reason_and_the_good_on
 def test_an_unforeseen_error_reading_a_folder_refuses_that_folder_alone_and_is_logged(
     tiny_models_dir, monkeypatch, caplog
 ):
-    import models.catalog as catalog
+    import models.serving.catalog as catalog
 
     real = catalog.check_folder
 
@@ -110,7 +110,7 @@ def test_an_unforeseen_error_reading_a_folder_refuses_that_folder_alone_and_is_l
         return real(folder, max_params)
 
     monkeypatch.setattr(catalog, "check_folder", breaks_on_llama)
-    with caplog.at_level(logging.WARNING, logger="models.catalog"):
+    with caplog.at_level(logging.WARNING, logger="models.serving.catalog"):
         choices = {
             c.name: c for c in list_models(Settings(models_dir=tiny_models_dir, use_cache=False))
         }

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from models.ngram import WittenBell, ngrams, sparsity_table, unseen_share
-from models.tasks import make_task
+from models.analysis.ngram import WittenBell, ngrams, sparsity_table, unseen_share
+from models.training.tasks import make_task
 
 
 def test_unseen_share_counts_every_held_out_position():

@@ -11,8 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models import positional as pe
-from models.transformer import Transformer, TransformerConfig, rope
+from models.analysis import positional as pe
+from models.nets.transformer import Transformer, TransformerConfig, rope
 
 D = 64
 TABLE = pe.sinusoidal_table(512, D)

@@ -20,7 +20,7 @@ from components.positional import (
     per_token_figure,
     waves_figure,
 )
-from models import positional as pe
+from models.analysis import positional as pe
 
 
 def _finite_everywhere(fig: go.Figure) -> bool:

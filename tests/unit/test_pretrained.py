@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from models.hf_models import MAX_TOKENS, accent_changes
-from models.pretrained import PretrainedEncoder, stack_patterns
+from models.nets.hf_models import MAX_TOKENS, accent_changes
+from models.nets.pretrained import PretrainedEncoder, stack_patterns
 
 SENTENCE = "The animal didn't cross the street because it was too tired"
 

@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 import torch
 
-from models.probes import (
+from models.analysis.probes import (
     char_surprisal,
     circuit,
     head_scores,
     pattern_scores,
     previous_occurrence,
 )
-from models.task_models import ModelSpec, SequenceModel
-from models.tasks import IGNORE, make_task
+from models.nets.task_models import ModelSpec, SequenceModel
+from models.training.tasks import IGNORE, make_task
 
 
 def test_previous_occurrence_is_the_last_earlier_position_with_the_same_token(rng):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from models.recurrent import (
+from models.nets.recurrent import (
     GATES,
     Recurrent,
     RecurrentConfig,

@@ -1,4 +1,4 @@
-"""Process-wide serving settings (models/runtime.py): one torch thread, a settled heap."""
+"""Process-wide serving settings (models/serving/runtime.py): one torch thread, a settled heap."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from models import runtime
+from models.serving import runtime
 
 
 def test_limit_threads_sets_torch_to_one_thread_and_back():
@@ -38,9 +38,9 @@ def test_math_thread_counts_are_set_unless_the_environment_says():
 # growth.
 _NEW_THREAD_PROBE = """
 import os, threading
-import models.transformer
+import models.nets.transformer
 import torch
-from models.runtime import limit_threads
+from models.serving.runtime import limit_threads
 limit_threads()
 x = torch.randn(21, 64)
 torch.tanh(x)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from models import cost, kv_cache, scaling
-from models.timing import best_times
-from models.transformer import Transformer, TransformerConfig
+from models.analysis import cost, kv_cache, scaling
+from models.nets.transformer import Transformer, TransformerConfig
+from models.serving.timing import best_times
 
 TINY = TransformerConfig(
     d_model=16, n_heads=2, d_head=8, n_layers=2, n_ctx=64, d_vocab=50, causal=True

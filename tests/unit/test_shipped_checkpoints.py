@@ -1,4 +1,4 @@
-"""The shipped checkpoints meet the targets written in models/train.py, re-measured here on
+"""The shipped checkpoints meet the targets written in models/training/train.py, re-measured here on
 held-out data, and the lesson's tables are what the checkpoints give."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from models import checkpoints
-from models.tasks import make_task
-from models.train import (
+from models.training import checkpoints
+from models.training.tasks import make_task
+from models.training.train import (
     CHECKPOINT_DIR,
     COPY_LAG_FILE,
     LM_BASELINE_FILE,

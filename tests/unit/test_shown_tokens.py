@@ -6,8 +6,8 @@ import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from models.hf_models import SPACE_SHOWN, shown_token
-from models.pretrained import PretrainedEncoder
+from models.nets.hf_models import SPACE_SHOWN, shown_token
+from models.nets.pretrained import PretrainedEncoder
 
 CORPUS = ["the café is open", "play playing played", "中文 字 the end"] * 20
 TEXT = "the café, 中文 plays"

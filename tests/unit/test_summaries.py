@@ -7,8 +7,8 @@ import pytest
 
 from components import summaries as s
 from components.i18n import using_language
-from models import positional as pe
-from models.attention_stats import (
+from models.analysis import positional as pe
+from models.analysis.attention_stats import (
     sink_heads,
     sink_positions,
     strongest_head_for_query,

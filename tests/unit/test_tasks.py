@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 import pytest
 import torch
 
-from models.tasks import (
+from models.training.tasks import (
     IGNORE,
     TASKS,
     Numbers,

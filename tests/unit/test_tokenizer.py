@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.tokenizer import MAX_TOKENS, UNK, Tokenizer
+from models.nets.tokenizer import MAX_TOKENS, UNK, Tokenizer
 
 tok = Tokenizer()
 

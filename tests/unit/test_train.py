@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from models.recurrent import Recurrent, RecurrentConfig
-from models.tasks import make_task
-from models.train import TARGETS, Recipe, Target, Trainer, make_checkpoint, train
-from models.transformer import Transformer, TransformerConfig
+from models.nets.recurrent import Recurrent, RecurrentConfig
+from models.nets.transformer import Transformer, TransformerConfig
+from models.training.tasks import make_task
+from models.training.train import TARGETS, Recipe, Target, Trainer, make_checkpoint, train
 
 
 def _same_parameters(a, b) -> bool:
@@ -28,7 +28,7 @@ def test_the_same_seed_gives_the_same_run_twice():
 
 @pytest.mark.parametrize("kind", ["transformer", "lstm"])
 def test_the_command_writes_the_same_checkpoint_bytes_twice(tmp_path, kind):
-    """What `python -m models.train` writes depends only on its arguments: two runs give
+    """What `python -m models.training.train` writes depends only on its arguments: two runs give
     the same files, byte for byte (the JSON holds no wall-clock time)."""
     task = make_task("induction", length=12, min_repeat=3, max_repeat=5, n_symbols=8)
     recipe = Recipe(steps=12, lr=1e-2, batch_size=8, d_model=8, n_heads=2, warmup=4)

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import torch
 
-from models import checkpoints
-from models import trained_sources as ts
-from models.ablation import ablate, every_head_effect
-from models.probes import circuit, head_scores
-from models.tasks import IGNORE, task_from_config
-from models.train import CHECKPOINT_DIR
-from models.trained_attention import NothingToRead, TrainedAttention
-from models.transformer import Transformer, TransformerConfig
+from models.analysis import trained_sources as ts
+from models.analysis.ablation import ablate, every_head_effect
+from models.analysis.probes import circuit, head_scores
+from models.analysis.trained_attention import NothingToRead, TrainedAttention
+from models.nets.transformer import Transformer, TransformerConfig
+from models.training import checkpoints
+from models.training.tasks import IGNORE, task_from_config
+from models.training.train import CHECKPOINT_DIR
 
 TINY = TransformerConfig(d_model=16, n_heads=4, d_head=4, n_layers=2, d_vocab=11, d_mlp=32)
 IDS = [3, 1, 4, 1, 5, 9, 2, 6]
@@ -38,7 +38,7 @@ def lm():
     return TrainedAttention(checkpoints.load(CHECKPOINT_DIR / ts.SHIPPED_LM))
 
 
-# --- the per-call keep factor in models/transformer.py ------------------------------------
+# --- the per-call keep factor in models/nets/transformer.py ------------------------------------
 
 
 def test_keeping_every_head_computes_exactly_what_the_transformer_computed(tiny):

@@ -1,4 +1,5 @@
-"""Trained Transformers as sources for the attention lessons (models/trained_sources.py)."""
+"""Trained Transformers as sources for the attention lessons
+(models/analysis/trained_sources.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from models import masks
-from models import trained_sources as ts
-from models.task_models import ModelSpec, SequenceModel
-from models.tasks import chinese_number, english_number, make_task
+from models.analysis import masks
+from models.analysis import trained_sources as ts
+from models.nets.task_models import ModelSpec, SequenceModel
+from models.training.tasks import chinese_number, english_number, make_task
 
 LM = make_task("lm").config()
 

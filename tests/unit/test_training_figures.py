@@ -6,9 +6,9 @@ import numpy as np
 import torch
 
 from components.training import NGRAM_COLOR, bars_figure, head_grids_figure, perplexity_colors
-from models.task_models import ModelSpec, SequenceModel
-from models.tasks import make_task
-from models.trained_sources import complete_runs, example, inputs_for
+from models.analysis.trained_sources import complete_runs, example, inputs_for
+from models.nets.task_models import ModelSpec, SequenceModel
+from models.training.tasks import make_task
 
 
 def test_bars_leave_out_non_finite_values_and_escape_labels():

@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import models.transformer as transformer_module
-from models.transformer import (
+import models.nets.transformer as transformer_module
+from models.nets.transformer import (
     EncoderDecoder,
     Transformer,
     TransformerConfig,
@@ -43,7 +43,7 @@ def test_explicit_attention_equals_fused_attention(causal):
 def test_traced_attention_equals_fused_attention_on_the_same_q_k_v(positional, causal):
     from dataclasses import replace
 
-    from models.positional import alibi_bias
+    from models.analysis.positional import alibi_bias
 
     model = Transformer(replace(TINY, positional=positional, causal=causal), seed=1)
     _, cache = model.run_with_cache(TOKENS)
@@ -189,7 +189,7 @@ def test_sinusoidal_positions_are_the_formula_s_rows_whatever_length_was_asked_f
     the formula's rows, and adding them leaves the shared table as it was."""
     from dataclasses import replace
 
-    from models.positional import sinusoidal_table
+    from models.analysis.positional import sinusoidal_table
 
     model = Transformer(replace(TINY, positional="sinusoidal"), seed=0)
     longer = model.pos_embed(n_pos + 3).clone()

@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-from models import visitor_keys
-from models.visitor_keys import LinkRefused
-from models.visitor_store import VisitorStore
+from models.serving import visitor_keys
+from models.serving.visitor_keys import LinkRefused
+from models.serving.visitor_store import VisitorStore
 
 
 def test_a_link_brings_its_key_once_and_then_says_it_was_used(tmp_path):

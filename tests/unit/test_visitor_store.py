@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from models import checkpoints, visitor_store
-from models.task_models import ModelSpec, SequenceModel
-from models.visitor_store import StoreRefused, VisitorStore
+from models.nets.task_models import ModelSpec, SequenceModel
+from models.serving import visitor_store
+from models.serving.visitor_store import StoreRefused, VisitorStore
+from models.training import checkpoints
 
 MODEL = SequenceModel(ModelSpec(kind="rnn", n_in=4, n_out=4, d_model=8)).freeze()
 
@@ -81,7 +82,7 @@ def test_the_global_caps_are_constants_an_operator_can_set():
         "SEQLENS_VISITOR_MIN_FREE_MB": "100",
     }
     code = (
-        "from models import visitor_store as v; "
+        "from models.serving import visitor_store as v; "
         "print(v.MAX_TOTAL_BYTES, v.MAX_KEYS, v.MIN_FREE_BYTES)"
     )
     shown = subprocess.run(
@@ -277,7 +278,7 @@ def test_a_store_inside_a_folder_others_can_rename_in_is_refused(tmp_path):
 
 
 def test_a_symlink_planted_as_the_links_folder_is_never_followed(tmp_path):
-    from models.visitor_keys import LinkRefused
+    from models.serving.visitor_keys import LinkRefused
 
     store = VisitorStore(tmp_path / "store")
     elsewhere = tmp_path / "elsewhere"

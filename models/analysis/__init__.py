@@ -1,0 +1,1 @@
+"""Analyses that run on models: ablations, attention statistics, probes, costs."""

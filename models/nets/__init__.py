@@ -1,0 +1,1 @@
+"""Neural networks, tokenizers and model loading: the forward passes."""

@@ -1,0 +1,1 @@
+"""Serving: caches, model catalog, worker processes, slots, visitor storage."""

@@ -1,0 +1,1 @@
+"""Training tasks, the training loop, background jobs and checkpoints."""

@@ -1,0 +1,376 @@
+"""Training: one loop for every task and model, the recipes, the targets, and the command
+that makes the shipped checkpoints.
+
+    python -m models.training.train --all   # every shipped checkpoint, into assets/checkpoints/
+    python -m models.training.train copy --lag 20 --model lstm --steps 300
+
+A run is fixed by its seed: the model's weights, the order of the batches and every update
+come from private generators, so the same command gives the same checkpoint twice (on the
+same machine and thread count). Runs are kept tiny: this is a 2-core CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from models.nets.task_models import ModelSpec, SequenceModel
+from models.training import checkpoints
+from models.training.tasks import Task, make_task
+
+CHECKPOINT_DIR = Path(__file__).resolve().parent.parent.parent / "assets" / "checkpoints"
+CLIP_NORM = 1.0
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How one kind of model is trained on one task."""
+
+    steps: int
+    lr: float = 3e-3
+    batch_size: int = 64
+    d_model: int = 64
+    n_layers: int = 2
+    n_heads: int = 4
+    warmup: int = 0  # steps over which the learning rate rises linearly to `lr`
+    positional: str = "learned"  # a Transformer's position encoding
+
+
+RECIPES: dict[tuple[str, str], Recipe] = {
+    **{("copy", kind): Recipe(steps=800) for kind in ("rnn", "lstm", "gru")},
+    ("copy", "transformer"): Recipe(steps=200, lr=1e-3, d_model=32, n_layers=1),
+    **{("reverse", kind): Recipe(steps=600) for kind in ("rnn", "lstm", "gru")},
+    ("reverse", "transformer"): Recipe(steps=200, lr=1e-3, d_model=32, n_layers=1),
+    **{("adding", kind): Recipe(steps=250) for kind in ("rnn", "lstm", "gru")},
+    # The induction circuit forms suddenly after a plateau (about step 800 here); the
+    # previous-token head keeps sharpening long after accuracy is reached (0.5 of its
+    # weight on the token before at ~1000 steps, ~0.7 at 2000). Learned positions, so the
+    # positional lesson can show what training made of this model's table.
+    ("induction", "transformer"): Recipe(steps=2000, lr=3e-3, d_model=32, warmup=100),
+    **{("induction", kind): Recipe(steps=400) for kind in ("rnn", "lstm", "gru")},
+    # The text is small: held-out loss is lowest after a few hundred steps, then rises.
+    **{("lm", kind): Recipe(steps=150, batch_size=32) for kind in ("rnn", "lstm", "gru")},
+    ("lm", "transformer"): Recipe(steps=200, lr=1e-3, batch_size=32),
+    ("numbers", "encdec"): Recipe(steps=200, lr=1e-3, d_model=32),
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A result a shipped checkpoint must reach on held-out data."""
+
+    task: str
+    settings: tuple[tuple[str, object], ...]
+    kind: str
+    metric: str  # "accuracy", "mse", or one of HEAD_METRICS
+    threshold: float
+
+    def task_object(self) -> Task:
+        return make_task(self.task, **dict(self.settings))
+
+    def met(self, value: float) -> bool:
+        return value <= self.threshold if self.metric == "mse" else value >= self.threshold
+
+
+TARGETS = (
+    Target("copy", (("lag", 20),), "transformer", "accuracy", 0.95),
+    Target("copy", (("lag", 20),), "lstm", "accuracy", 0.95),
+    Target("adding", (("T", 50),), "lstm", "mse", 0.01),
+    Target("induction", (), "transformer", "accuracy", 0.90),
+    # The two-step circuit (models/analysis/probes.py): the best head's mean attention from each
+    # repeated token to the token after its previous occurrence, and the best
+    # previous-token head's mean attention to the token just before, in a layer before it.
+    Target("induction", (), "transformer", "induction_score", 0.5),
+    Target("induction", (), "transformer", "previous_token_score", 0.5),
+)
+HEAD_METRICS = ("induction_score", "previous_token_score")
+
+
+def spec_for(task: Task, kind: str, recipe: Recipe | None = None) -> ModelSpec:
+    recipe = recipe or RECIPES[(task.name, kind)]
+    return ModelSpec(
+        kind=kind,
+        n_in=task.n_in,
+        n_out=task.n_out,
+        d_model=recipe.d_model,
+        features=task.features,
+        n_layers=recipe.n_layers,
+        n_heads=recipe.n_heads,
+        n_ctx=task.n_ctx,
+        positional=recipe.positional,
+    )
+
+
+def outputs(model: SequenceModel, batch) -> torch.Tensor:
+    return model(batch.inputs, batch.decoder_inputs)
+
+
+def evaluate(model: SequenceModel, task: Task) -> dict[str, float]:
+    """Loss and score on the task's held-out data."""
+    batch = task.held_out()
+    with torch.no_grad():
+        out = outputs(model, batch)
+        return {"loss": float(task.loss(out, batch)), task.metric: task.score(out, batch)}
+
+
+@dataclass
+class History:
+    """Filled in as training goes; read by other threads (lists only ever grow)."""
+
+    steps: list[int] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    score: list[float] = field(default_factory=list)
+
+
+# on_step(step, loss, score) → False stops the run
+StepCallback = Callable[[int, float, float], bool]
+
+
+class Trainer:
+    """One model learning one task, a step at a time (several can advance side by side)."""
+
+    def __init__(self, task: Task, kind: str, seed: int = 0, recipe: Recipe | None = None):
+        self.task = task
+        self.kind = kind
+        self.seed = seed
+        self.recipe = recipe or RECIPES[(task.name, kind)]
+        self.spec = spec_for(task, kind, self.recipe)
+        self.model = SequenceModel(self.spec, seed)
+        self.model.train()
+        self.data = torch.Generator().manual_seed(seed)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.recipe.lr)
+        warmup = self.recipe.warmup
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0
+        )
+        self.history = History()
+        self.step_count = 0
+
+    def step(self) -> tuple[float, float]:
+        batch = self.task.batch(self.data, self.recipe.batch_size)
+        out = outputs(self.model, batch)
+        loss = self.task.loss(out, batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), CLIP_NORM)
+        self.optimizer.step()
+        self.schedule.step()
+        self.step_count += 1
+        score = self.task.score(out.detach(), batch)
+        self.history.steps.append(self.step_count)
+        self.history.score.append(score)
+        value = loss.item()
+        self.history.loss.append(value)
+        return value, score
+
+    def finish(self) -> SequenceModel:
+        return self.model.freeze()
+
+    def metadata(self, seconds: float | None = None) -> dict:
+        """The training section of the checkpoint's JSON. Without `seconds` (the shipped
+        checkpoints) the file holds nothing that changes from run to run."""
+        out = {
+            "seed": self.seed,
+            "steps": self.step_count,
+            "lr": self.recipe.lr,
+            "batch_size": self.recipe.batch_size,
+        }
+        if self.recipe.warmup:
+            out["warmup"] = self.recipe.warmup
+        if seconds is not None:
+            out["seconds"] = round(seconds, 1)
+        return out
+
+
+def train(
+    task: Task,
+    kind: str,
+    steps: int | None = None,
+    seed: int = 0,
+    on_step: StepCallback | None = None,
+    recipe: Recipe | None = None,
+) -> Trainer:
+    """Train for `steps` (the recipe's by default) or until `on_step` returns False."""
+    trainer = Trainer(task, kind, seed, recipe)
+    for _ in range(trainer.recipe.steps if steps is None else steps):
+        loss, score = trainer.step()
+        if on_step is not None and on_step(trainer.step_count, loss, score) is False:
+            break
+    trainer.finish()
+    return trainer
+
+
+# --- the shipped checkpoints ----------------------------------------------------------
+
+COPY_LAGS = (5, 10, 20, 40)
+LAG_KINDS = ("rnn", "lstm", "gru", "transformer")
+SHIPPED: tuple[tuple[str, dict, str], ...] = (
+    *(("copy", {"lag": lag}, kind) for lag in COPY_LAGS for kind in LAG_KINDS),
+    ("adding", {"T": 50}, "rnn"),
+    ("adding", {"T": 50}, "lstm"),
+    ("adding", {"T": 50}, "gru"),
+    ("induction", {}, "transformer"),
+    ("lm", {}, "rnn"),
+    ("lm", {}, "lstm"),
+    ("lm", {}, "gru"),
+    ("lm", {}, "transformer"),
+    ("numbers", {}, "encdec"),
+)
+COPY_LAG_FILE = "copy_accuracy_by_lag.json"
+
+
+def checkpoint_name(task: Task, kind: str) -> str:
+    return f"{task.key()}-{kind}"
+
+
+def measured(model: SequenceModel, task: Task) -> dict[str, float]:
+    """Everything the shipped checkpoint's tests re-check, on held-out data."""
+    from models.analysis.probes import circuit_scores
+
+    result = evaluate(model, task)
+    if task.name == "induction" and model.spec.kind == "transformer":
+        result.update(circuit_scores(model, task))
+    return result
+
+
+def measure(model: SequenceModel, task: Task, metric: str) -> float:
+    """One target's metric on held-out data (the head scores only when asked for)."""
+    if metric in HEAD_METRICS:
+        from models.analysis.probes import circuit_scores
+
+        return circuit_scores(model, task)[metric]
+    return evaluate(model, task)[metric]
+
+
+def make_checkpoint(
+    task: Task, kind: str, out_dir: Path, seed: int = 0, recipe: Recipe | None = None
+) -> dict:
+    trainer = train(task, kind, seed=seed, recipe=recipe)
+    metrics = measured(trainer.model, task)
+    checkpoints.save(
+        out_dir / checkpoint_name(task, kind),
+        trainer.model,
+        task=task.config(),
+        training=trainer.metadata(),
+        metrics=metrics,
+    )
+    return metrics
+
+
+def copy_accuracy_by_lag(directory: Path) -> dict:
+    """Held-out accuracy of every shipped copy checkpoint, re-measured from the files."""
+    table: dict[str, dict[str, float]] = {}
+    for kind in LAG_KINDS:
+        table[kind] = {}
+        for lag in COPY_LAGS:
+            task = make_task("copy", lag=lag)
+            model = checkpoints.load(directory / checkpoint_name(task, kind)).model
+            table[kind][str(lag)] = round(evaluate(model, task)["accuracy"], 4)
+    return {"lags": list(COPY_LAGS), "accuracy": table, "chance": 1 / 8}
+
+
+NGRAM_ORDERS = (1, 2, 3, 4, 5, 6)
+LM_KINDS = ("rnn", "lstm", "gru", "transformer")
+LM_BASELINE_FILE = "lm_baseline.json"
+
+
+def lm_baseline(directory: Path) -> dict:
+    """The n-gram baseline beside the shipped language models, on the same held-out text."""
+    from models.analysis.ngram import perplexity_table, sparsity_table
+
+    task = make_task("lm")
+    train_text, held_text = task.split()
+    neural = {}
+    for kind in LM_KINDS:
+        model = checkpoints.load(directory / checkpoint_name(task, kind)).model
+        neural[kind] = round(math.exp(evaluate(model, task)["loss"]), 3)
+    unseen = sparsity_table(train_text, held_text, NGRAM_ORDERS)
+    ngram = perplexity_table(train_text, held_text, task.vocab, NGRAM_ORDERS)
+    return {
+        "orders": list(NGRAM_ORDERS),
+        "unseen_share": [round(unseen[n], 4) for n in NGRAM_ORDERS],
+        "ngram_perplexity": [round(ngram[n], 3) for n in NGRAM_ORDERS],
+        "neural_perplexity": neural,
+        "train_chars": len(train_text),
+        "held_out_chars": len(held_text),
+    }
+
+
+def write_tables(out_dir: Path) -> None:
+    """The measured results the lesson shows, re-measured from the checkpoints in `out_dir`."""
+    for name, table in ((COPY_LAG_FILE, copy_accuracy_by_lag), (LM_BASELINE_FILE, lm_baseline)):
+        text = json.dumps(table(out_dir), indent=1) + "\n"
+        (out_dir / name).write_text(text, encoding="utf-8")
+
+
+def make_all(out_dir: Path = CHECKPOINT_DIR, seed: int = 0) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, settings, kind in SHIPPED:
+        task = make_task(name, **settings)
+        metrics = make_checkpoint(task, kind, out_dir, seed)
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
+        print(f"{checkpoint_name(task, kind):28s} {shown}", flush=True)
+    write_tables(out_dir)
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m models.training.train", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("task", nargs="?", help="copy, reverse, adding, induction, lm, numbers")
+    parser.add_argument("--all", action="store_true", help="make every shipped checkpoint")
+    parser.add_argument(
+        "--tables", action="store_true", help="only re-measure the lesson's tables from --out"
+    )
+    parser.add_argument("--model", default="lstm", help="rnn, lstm, gru, transformer, encdec")
+    parser.add_argument("--lag", type=int, help="copy: steps between a symbol and its copy")
+    parser.add_argument("--T", type=int, help="adding: the sequence length")
+    parser.add_argument("--steps", type=int, help="default: the recipe's")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=CHECKPOINT_DIR)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (2 shared cores)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parse(argv)
+    torch.set_num_threads(args.threads)
+    if args.all:
+        make_all(args.out, args.seed)
+        return
+    if args.tables:
+        write_tables(args.out)
+        return
+    if not args.task:
+        raise SystemExit("name a task, or --all")
+    settings = {k: v for k, v in (("lag", args.lag), ("T", args.T)) if v is not None}
+    task = make_task(args.task, **settings)
+    every = 50
+
+    def report(step: int, loss: float, score: float) -> bool:
+        if step % every == 0:
+            print(f"step {step:5d}  loss {loss:.4f}  {task.metric} {score:.4f}", flush=True)
+        return True
+
+    started = time.perf_counter()
+    trainer = train(task, args.model, args.steps, args.seed, report)
+    seconds = time.perf_counter() - started
+    metrics = measured(trainer.model, task)
+    print(f"held-out: {metrics}  ({seconds:.1f} s)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / checkpoint_name(task, args.model)
+    checkpoints.save(
+        path, trainer.model, task=task.config(), training=trainer.metadata(), metrics=metrics
+    )
+    print(f"saved {path}.safetensors and {path}.json")
+
+
+if __name__ == "__main__":
+    main()
