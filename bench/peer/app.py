@@ -1,5 +1,5 @@
 """The peer the benchmark measures SeqLens against: the attention app written the
-straightforward way, as a tutorial would (DESIGN.md's "naive one-heatmap app").
+straightforward way, as a tutorial would (docs/DESIGN.md, Charts: the naive one-heatmap app).
 
 Same model and tokenizer as SeqLens's heads page, same sentence box (live, bound to the
 link), and the two token charts the benchmark's checks look for (the chosen head, and

@@ -277,7 +277,7 @@ class AttentionModel:
         return Outputs(tuple(out.attentions), tuple(out.hidden_states or ()), logits, last)
 
     def run_with_cache(self, tokenized: Tokenized) -> dict[str, np.ndarray]:
-        """Run the model; return a fresh trace of numpy arrays under DESIGN.md's names.
+        """Run the model; return a fresh trace of numpy arrays (docs/DESIGN.md, Glossary).
 
         `blocks.{l}.attn.hook_pattern` is `[head, query_pos, key_pos]`, one row per query
         head (with grouped-query attention, several of them read the same key/value head);

@@ -28,7 +28,7 @@ class PretrainedEncoder(AttentionModel):
         super().__init__(Path(path) if path is not None else default_model_path())
 
 
-# The end of each layer's pattern name in a trace (DESIGN.md's glossary).
+# The end of each layer's pattern name in a trace (docs/DESIGN.md, Glossary).
 PATTERN_HOOK = ".attn.hook_pattern"
 
 

@@ -1,6 +1,6 @@
 """RNN, LSTM and GRU written out as a time loop, d2l-style, for looking inside.
 
-Names follow d2l (DESIGN.md): input `X [T, num_inputs]`, hidden `H [T, num_hiddens]`,
+Names follow d2l (docs/DESIGN.md, Glossary): input `X [T, num_inputs]`, hidden `H [T, num_hiddens]`,
 row-vector convention `H_t = φ(X_t W_xh + H_{t−1} W_hh + b_h)`.
 
 - RNN: φ is tanh, ReLU or the identity ("linear").

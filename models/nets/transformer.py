@@ -8,7 +8,7 @@ an encoder's output, and `EncoderDecoder` pairs the two.
 
 `run_with_cache(tokens)` returns the output (the final residual stream after LayerNorm,
 `[pos, d_model]`) and a fresh dict of numpy arrays with TransformerLens names
-(DESIGN.md): `hook_embed`, `hook_pos_embed` (additive encodings only),
+(docs/DESIGN.md, Glossary): `hook_embed`, `hook_pos_embed` (additive encodings only),
 `blocks.{l}.hook_resid_pre|hook_resid_post`, `blocks.{l}.attn.hook_q|hook_k|hook_v`
 `[head, pos, d_head]` (after RoPE when used), `hook_attn_scores` (after scale, ALiBi
 bias and mask, before softmax; masked entries are −inf), `hook_pattern`

@@ -105,7 +105,7 @@ def test_pattern_rows_sum_to_one(encoder, trace):
 
 
 def test_pretrained_weights_link_it_to_animal(tokenized, trace):
-    # DESIGN.md, measured: heads in layers 3-5 put 0.6+ of "it" on "animal". A randomly
+    # docs/DESIGN.md, Glossary: heads in layers 3-5 put 0.6+ of "it" on "animal". A randomly
     # initialised model would spread ~1/n everywhere, so this shows the real weights loaded.
     patterns = stack_patterns(trace)
     it, animal = tokenized.tokens.index("it"), tokenized.tokens.index("animal")
