@@ -17,19 +17,23 @@ import numpy as np
 import pytest
 import torch
 
-from models import checkpoints
-from models import trained_sources as ts
-from models.attention_stats import head_statistics
-from models.gradient_flow import clip_summary, recurrent_gradient_flow, transformer_gradient_flow
-from models.hf_models import AttentionModel
-from models.kv_cache import generate, lm_head
-from models.masks import head_steps
-from models.positional import order_effect, rotation_fit
-from models.pretrained import stack_patterns
-from models.recurrent import Recurrent, RecurrentConfig
-from models.train import CHECKPOINT_DIR
-from models.trained_attention import TrainedAttention
-from models.transformer import EncoderDecoder, Transformer, TransformerConfig
+from models.analysis import trained_sources as ts
+from models.analysis.attention_stats import head_statistics
+from models.analysis.gradient_flow import (
+    clip_summary,
+    recurrent_gradient_flow,
+    transformer_gradient_flow,
+)
+from models.analysis.kv_cache import generate, lm_head
+from models.analysis.masks import head_steps
+from models.analysis.positional import order_effect, rotation_fit
+from models.analysis.trained_attention import TrainedAttention
+from models.nets.hf_models import AttentionModel
+from models.nets.pretrained import stack_patterns
+from models.nets.recurrent import Recurrent, RecurrentConfig
+from models.nets.transformer import EncoderDecoder, Transformer, TransformerConfig
+from models.training import checkpoints
+from models.training.train import CHECKPOINT_DIR
 
 DESIGN = Path(__file__).resolve().parents[2] / "docs" / "DESIGN.md"
 TINY = dict(d_model=8, n_heads=2, d_head=4, n_layers=2, n_ctx=16, d_vocab=11, d_mlp=12)
@@ -212,7 +216,7 @@ def attention_symbols(model, trace: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def bert_trace(tmp_path_factory):
-    from models.tiny import save_tiny_model
+    from models.nets.tiny import save_tiny_model
 
     folder = save_tiny_model("bert", tmp_path_factory.mktemp("models") / "tiny-bert")
     model = AttentionModel(folder)
