@@ -746,12 +746,6 @@ def keep_pass_ahead_for(page: str) -> None:
         del st.session_state[AHEAD_KEY]
 
 
-def encoder_run(text: str) -> EncoderRun:
-    from models.serving.catalog import SHIPPED_KEY
-
-    return attention_run(SHIPPED_KEY, text)
-
-
 @st.cache_data(max_entries=128, show_spinner=False)
 def ablation_run(key: str, text: str, heads: tuple[tuple[int, int], ...]):
     from models.analysis.ablation import ablate
