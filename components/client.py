@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-LOCAL = "local"
+from models.training.job_limits import LOCAL
 
 
 def client_address() -> str:
