@@ -1,5 +1,5 @@
 """SeqLens: the entry point. The frame (shared controls, navigation) runs one lesson."""
 
-from components.frame import run_app
+from components.ui.frame import run_app
 
 run_app()

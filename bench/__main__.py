@@ -34,7 +34,7 @@ from bench.load import (
 )
 from bench.sentences import SentenceMaker, chart_labels, minilm_tokens
 from bench.server import RESULTS_DIR, RssSampler, Server, active_sessions
-from models.inputs import ACTIVE_WINDOW_S, BUSY_PAUSE_MS, SENTENCE_PAUSES_MS
+from components.ui.inputs import ACTIVE_WINDOW_S, BUSY_PAUSE_MS, SENTENCE_PAUSES_MS
 
 SHORT, LONG = 20, 128  # tokens, [CLS] and [SEP] included
 # Pages whose first view shows trained weights on their task's own sequence: the link that

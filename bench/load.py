@@ -52,7 +52,7 @@ RERUN_TIMEOUT_S = 30.0
 CONNECT_TIMEOUT_S = 15.0
 # Chart keys on the heads page whose x axis is the sentence's token labels.
 TOKEN_CHART_KEYS = ("one_head", "focus")
-# The component that draws grid charts (components/widgets.py).
+# The component that draws grid charts (components/ui/charts.py).
 GRID_CHART = "seqlens_grid"
 
 

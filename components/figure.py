@@ -124,7 +124,7 @@ def _narrowed(values: np.ndarray) -> np.ndarray | None:
 class PlainFigure:
     """A figure as `fig.to_plotly_json()` gives it, built without plotly's checks.
 
-    `components/widgets.py` `show_chart` hands its JSON form to `st.plotly_chart` through
+    `components/ui/charts.py` `show_chart` hands its JSON form to `st.plotly_chart` through
     `ready_for_streamlit`.
     """
 

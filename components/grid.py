@@ -10,7 +10,7 @@ Spec, top level:
 - `palette`: base64 of the colour lookup, RGB bytes from lightest to darkest;
 - `font`, `hover_font`: text sizes in px; `highlight`: the outline's colour;
 - `label`: what screen readers read; `file`, `format`, `save_label`, `save_help`: the
-  save button (set when the chart is drawn, components/widgets.py).
+  save button (set when the chart is drawn, components/ui/charts.py).
 
 Each panel: `rows` × `cols` cells with values `z` (float32, base64, row-major) between
 `zmin` and `zmax`, or a PNG `image` covering the plot; `x` and `y` axes (`title`,

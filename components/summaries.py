@@ -2,7 +2,7 @@
 
 A summary is computed from the very numbers a chart draws, in the current language:
 a screen reader reads it, and a class at the back of the room can read it off the
-projector when the chart's details are too small (components/widgets.show_chart draws it).
+projector when the chart's details are too small (components/ui/charts.py show_chart draws it).
 
 No st.*, no torch: arrays and labels in, text out.
 """

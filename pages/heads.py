@@ -11,7 +11,6 @@ import numpy as np
 import streamlit as st
 
 from components.ablation import next_token_figure, token_similarity_figure
-from components.frame import enter_lesson
 from components.grid import (
     all_heads_grid,
     focus_grid,
@@ -27,31 +26,34 @@ from components.summaries import (
     strongest_link_summary,
     token_focus_summary,
 )
-from components.widgets import (
-    CHECKPOINT_KEY,
-    ablation_run,
-    about_trained,
-    attention_model_shown,
-    attention_run,
-    every_head_run,
-    induction_roles,
-    induction_roles_text,
-    leave_pass_ahead,
+from components.ui.charts import load_grid_charts, show_chart
+from components.ui.frame import enter_lesson
+from components.ui.linked import (
     linked_multiselect,
     linked_selectbox,
     linked_slider,
     linked_tabs,
-    load_checkpoint,
-    load_grid_charts,
-    load_visitor_store,
-    model_choices,
-    sentence_or_stop,
     set_state,
-    show_chart,
-    show_notes,
-    trained_stem,
-    visitor_id,
 )
+from components.ui.pass_ahead import leave_pass_ahead
+from components.ui.runs.heads import (
+    CHECKPOINT_KEY,
+    ablation_run,
+    attention_model_shown,
+    attention_run,
+    every_head_run,
+    model_choices,
+)
+from components.ui.runs.shared import (
+    about_trained,
+    induction_roles,
+    induction_roles_text,
+    load_checkpoint,
+    load_visitor_store,
+    trained_stem,
+)
+from components.ui.sentence import sentence_or_stop, show_notes
+from components.ui.visitor_links import visitor_id
 from models.analysis import trained_sources as ts
 from models.analysis.attention_stats import (
     attention_rollout,

@@ -4,7 +4,6 @@ import numpy as np
 import streamlit as st
 
 from components import masks_runs
-from components.frame import enter_lesson
 from components.i18n import current_language, t
 from components.labels import token_labels
 from components.masks import (
@@ -14,28 +13,25 @@ from components.masks import (
 )
 from components.masks_steps import StepCase, StepSetup, step_charts
 from components.positional import curves_figure
-from components.widgets import (
+from components.ui.charts import show_chart
+from components.ui.frame import enter_lesson
+from components.ui.linked import linked_selectbox, linked_slider, linked_tabs, set_state
+from components.ui.runs.shared import (
     about_trained,
     induction_roles,
     induction_roles_text,
-    linked_selectbox,
-    linked_slider,
-    linked_tabs,
     load_checkpoint,
     load_tokenizer,
     load_transformer,
     load_visitor_store,
-    sentence_or_stop,
-    set_state,
-    show_chart,
-    show_notes,
     trained_stem,
-    visitor_id,
 )
+from components.ui.sentence import sentence_or_stop, show_notes
+from components.ui.visitor_links import visitor_id
 from models.analysis import cost, kv_cache, masks, scaling
 from models.analysis import trained_sources as ts
-from models.inputs import READ_CHARS, prepare_sentence, tokenization_notes
 from models.nets.tokenizer import PAD, SPECIAL_TOKENS
+from models.text import READ_CHARS, prepare_sentence, tokenization_notes
 from models.training.checkpoints import Checkpoint, CheckpointError
 
 enter_lesson()

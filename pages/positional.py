@@ -4,7 +4,6 @@ import numpy as np
 import pyarrow as pa
 import streamlit as st
 
-from components.frame import enter_lesson
 from components.i18n import t
 from components.labels import token_labels
 from components.masks import step_heatmap
@@ -30,25 +29,22 @@ from components.summaries import (
     values_at_summary,
     waves_summary,
 )
-from components.widgets import (
-    linked_multiselect,
-    linked_selectbox,
-    linked_slider,
-    linked_tabs,
+from components.ui.charts import show_chart
+from components.ui.frame import enter_lesson
+from components.ui.linked import linked_multiselect, linked_selectbox, linked_slider, linked_tabs
+from components.ui.runs.shared import (
     load_checkpoint,
     load_tokenizer,
     load_transformer,
     load_visitor_store,
-    sentence_or_stop,
-    show_chart,
-    show_notes,
     trained_stem,
-    visitor_id,
 )
+from components.ui.sentence import sentence_or_stop, show_notes
+from components.ui.visitor_links import visitor_id
 from models.analysis import positional as pe
 from models.analysis import trained_sources as ts
-from models.inputs import tokenization_notes
 from models.nets.tokenizer import MAX_TOKENS
+from models.text import tokenization_notes
 from models.training.checkpoints import CheckpointError
 
 enter_lesson()

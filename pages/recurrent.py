@@ -4,7 +4,6 @@ import numpy as np
 import streamlit as st
 
 from components import recurrent_runs as runs
-from components.frame import enter_lesson
 from components.i18n import t
 from components.palette import BLACK, BLUE, ORANGE, SKY_BLUE, VERMILLION
 from components.recurrent import (
@@ -15,7 +14,6 @@ from components.recurrent import (
     step_labels,
     unit_heatmap,
 )
-from components.recurrent_runs import CELLS, CONSTRUCTED
 from components.summaries import (
     clipping_summary,
     grid_summary,
@@ -23,24 +21,18 @@ from components.summaries import (
     means_summary,
     medians_summary,
 )
-from components.widgets import (
-    linked_selectbox,
-    linked_slider,
-    load_grid_charts,
-    load_tokenizer,
-    load_transformer,
-    load_visitor_store,
-    sentence_or_stop,
-    set_state,
-    show_chart,
-    show_notes,
-    visitor_id,
-)
+from components.ui.charts import load_grid_charts, show_chart
+from components.ui.frame import enter_lesson
+from components.ui.linked import linked_selectbox, linked_slider, set_state
+from components.ui.runs.recurrent import CELLS, CONSTRUCTED
+from components.ui.runs.shared import load_tokenizer, load_transformer, load_visitor_store
+from components.ui.sentence import sentence_or_stop, show_notes
+from components.ui.visitor_links import visitor_id
 from models.analysis import gradient_flow as gf
 from models.analysis import trained_sources as ts
-from models.inputs import Note, tokenization_notes
 from models.nets.recurrent import ACTIVATIONS, INITS
 from models.nets.tokenizer import MAX_TOKENS
+from models.text import Note, tokenization_notes
 from models.training.checkpoints import CheckpointError
 from models.training.train import CHECKPOINT_DIR
 

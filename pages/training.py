@@ -7,8 +7,6 @@ import secrets
 import numpy as np
 import streamlit as st
 
-from components.client import client_address
-from components.frame import enter_lesson
 from components.i18n import t
 from components.labels import escape_label, token_labels
 from components.recurrent import lines_figure
@@ -18,18 +16,15 @@ from components.training import (
     head_grids_figure,
     perplexity_colors,
 )
-from components.training_status import JOB_KEY, SESSION_KEY
-from components.widgets import (
+from components.ui.charts import show_chart
+from components.ui.client import client_address
+from components.ui.frame import enter_lesson
+from components.ui.linked import linked_multiselect, linked_selectbox, linked_slider, set_state
+from components.ui.runs.shared import load_checkpoint, load_job_manager, load_visitor_store
+from components.ui.sentence import sentence_or_stop
+from components.ui.training_status import JOB_KEY, SESSION_KEY
+from components.ui.visitor_links import (
     VISITOR_FROM_LINK,
-    linked_multiselect,
-    linked_selectbox,
-    linked_slider,
-    load_checkpoint,
-    load_job_manager,
-    load_visitor_store,
-    sentence_or_stop,
-    set_state,
-    show_chart,
     store_refusal_shown,
     visitor_id,
     visitor_link,

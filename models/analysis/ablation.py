@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from models.inputs import Tokenized
 from models.nets.hf_models import AttentionModel
 from models.serving.fair_slots import Unfinished
+from models.text import Tokenized
 
 TOP_K = 8
 # Heads measured together in one batched pass when every head is switched off in turn:

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from models.inputs import Note
 from models.nets.recurrent import (
     ACTIVATIONS,
     INITS,
@@ -34,6 +33,7 @@ from models.nets.recurrent import (
     readout,
     readout_array,
 )
+from models.text import Note
 
 MAX_T = 512
 HIDDEN_SIZES = (8, 16, 32, 64, 128, 256)

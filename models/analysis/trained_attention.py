@@ -25,9 +25,9 @@ import numpy as np
 import torch
 
 from models.analysis.trained_sources import TOKEN_TASKS, read, shown_token
-from models.inputs import Note, Tokenized, tokenization_notes
 from models.nets.hf_models import MAX_TOKENS, AttentionConfig, Outputs, keep_factors
 from models.serving.model_files import ModelRefused
+from models.text import Note, Tokenized, tokenization_notes
 from models.training.checkpoints import Checkpoint
 from models.training.tasks import IGNORE, CharLM, task_from_config
 

@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from models.inputs import Note, Tokenized, tokenization_notes
 from models.nets.bert_forward import bert_from_folder, written_out_bert
 from models.serving import offline  # noqa: F401  (sets the hub switches before transformers loads)
 from models.serving.model_files import ARCHITECTURES, ModelRefused, check_folder
+from models.text import Note, Tokenized, tokenization_notes
 
 # The page caps the tokens it draws (special tokens included). 128 keeps every chart live.
 MAX_TOKENS = 128

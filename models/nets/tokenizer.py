@@ -14,7 +14,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from models.inputs import Tokenized
+from models.text import Tokenized
 
 WORDS_FILE = Path(__file__).resolve().parent.parent.parent / "assets" / "vocab" / "en_words.txt"
 MAX_TOKENS = 512

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.inputs import Tokenized
+from models.text import Tokenized
 
 _LOG = logging.getLogger(__name__)
 # Longest time a pass may be with the child, counted from when it was sent (a pass asked

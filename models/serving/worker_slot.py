@@ -1,6 +1,6 @@
 """The forward worker of one model folder, replaced when it has failed, a few times at most.
 
-Plain Python, no Streamlit: components/widgets.py keeps one per server for the shipped
+Plain Python, no Streamlit: components/ui/runs/heads.py keeps one per server for the shipped
 model (models/serving/forward_worker.py is the worker itself).
 """
 

@@ -197,7 +197,7 @@ def record_first_arguments(monkeypatch, owner, name: str) -> list:
 def operator_models_folder(models_dir, monkeypatch):
     """The server's operator points SEQLENS_MODELS_DIR at the test module's `models_dir`
     (and offers no Hugging Face cache); the model list is read afresh around the test."""
-    from components.widgets import model_choices
+    from components.ui.runs.heads import model_choices
 
     monkeypatch.setenv("SEQLENS_MODELS_DIR", str(models_dir))
     monkeypatch.setenv("SEQLENS_USE_HF_CACHE", "0")

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from conftest import chart_keys, messages, open_lesson, record_first_arguments
 
-from components import class_password, widgets
 from components.i18n import t
+from components.ui import class_password
+from components.ui.runs import heads as heads_runs
 
 PASSWORD = "blue giraffe"
 LINKED = "The linked sentence about a giraffe"
@@ -24,7 +25,7 @@ def password(monkeypatch) -> str:
 @pytest.fixture
 def models_run(monkeypatch) -> list[str]:
     """Every attention model a page asked for."""
-    return record_first_arguments(monkeypatch, widgets, "attention_model")
+    return record_first_arguments(monkeypatch, heads_runs, "attention_model")
 
 
 def password_box(at):

@@ -16,7 +16,7 @@ from conftest import ROOT, chart_specs, every_chart, every_tab, grid_values, mes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.inputs import MAX_CHARS
+from models.text import MAX_CHARS
 
 VALID = "The giraffe ate green leaves"
 

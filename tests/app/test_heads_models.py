@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import chart, grid_columns, grid_values, messages, open_lesson, texts
 
-from components.widgets import model_choices
+from components.ui.runs.heads import model_choices
 from models.nets.tiny import save_tiny_model
 
 SENTENCE = "the cat sat on the mat"

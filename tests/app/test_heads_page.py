@@ -134,9 +134,9 @@ def test_invalid_layer_and_head_in_the_link_fall_back_to_valid_ones():
 
 
 def test_one_visitor_gets_the_short_live_pause(monkeypatch):
-    from components import widgets
+    from components.ui import sentence
 
-    monkeypatch.setattr(widgets, "_LAST_RUN", {})  # no other test's sessions
+    monkeypatch.setattr(sentence, "_LAST_RUN", {})  # no other test's sessions
     at = open_lesson("heads", "The cat sat")
     assert at.text_input(key="sentence").proto.live_debounce_ms == 60
 

@@ -19,7 +19,7 @@ from conftest import (
     texts,
 )
 
-from components.widgets import load_visitor_store
+from components.ui.runs.shared import load_visitor_store
 from models.analysis import trained_sources as ts
 from models.analysis.probes import circuit, head_scores
 from models.training import checkpoints

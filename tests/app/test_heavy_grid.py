@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from conftest import chart, messages, open_lesson
 
-from components import widgets
 from components.i18n import t
+from components.ui.runs import heads as heads_runs
 from models.serving import runtime
 
 SENTENCE = "the cat sat on the mat"
@@ -15,7 +15,7 @@ SENTENCE = "the cat sat on the mat"
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_grid_past_its_deadline_says_so_and_is_measured_when_asked_again(lang, monkeypatch):
-    widgets._every_head_measured.clear()  # measured afresh, not taken from another test
+    heads_runs._every_head_measured.clear()  # measured afresh, not taken from another test
     at = open_lesson("heads", SENTENCE, view="ablation", lang=lang)
     monkeypatch.setattr(runtime, "HEAVY_DEADLINE_S", 0.0)  # past before the first pass
     at.button(key="every_head_go").click().run()

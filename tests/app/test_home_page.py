@@ -8,9 +8,9 @@ import pytest
 from conftest import chart, open_home, open_lesson
 from streamlit.testing.v1 import AppTest
 
-import components.widgets as widgets
 from components.i18n import strings, using_language
 from components.lineage import COLUMNS, cells, lesson_for
+from components.ui.runs import home as home_runs
 from models.analysis.lineage import ARCHITECTURES, LENGTHS, Measured
 
 
@@ -39,7 +39,7 @@ def fake(architecture: str, seed: int) -> Measured:
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_every_cell_shows_what_the_measurement_returned(monkeypatch, language):
     rows = [fake(name, i) for i, name in enumerate(ARCHITECTURES)]
-    monkeypatch.setattr(widgets, "_cached_lineage", lambda: rows)
+    monkeypatch.setattr(home_runs, "_cached_lineage", lambda: rows)
     at = open_home(lang=language)
     shown = drawn_markdown(at)
     with using_language(language):
@@ -51,7 +51,7 @@ def test_every_cell_shows_what_the_measurement_returned(monkeypatch, language):
 
 def test_the_real_table_matches_the_measurements_and_links_each_row_to_its_lesson():
     at = open_home()
-    measured = widgets._cached_lineage()  # the same cached measurements the page drew
+    measured = home_runs._cached_lineage()  # the same cached measurements the page drew
     assert [m.architecture for m in measured] == list(ARCHITECTURES)
     shown = drawn_markdown(at)
     for row in measured:

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from components.i18n import t
 from models import inputs
-from models.inputs import MAX_CHARS, READ_CHARS
+from models.text import MAX_CHARS, READ_CHARS
 
 # Streamlit ignores a whole query string of more than 524,288 characters, and refuses
 # a client's message over 1 MB: a link just under both still reaches the box.

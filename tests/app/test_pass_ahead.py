@@ -1,5 +1,5 @@
 """The attention page's pass asked for ahead: the frame starts the new sentence's pass in
-the worker when a run starts (components/widgets.py `ask_pass_ahead`), and the page
+the worker when a run starts (components/heads_runs.py `ask_pass_ahead`), and the page
 collects it. A stand-in worker records what it is asked and answers with the server's
 own pass, so the charts can be checked against the sentence."""
 
@@ -10,7 +10,8 @@ from concurrent.futures import Future
 import pytest
 from conftest import chart, open_lesson, record_first_arguments
 
-from components import widgets
+from components.ui import sentence
+from components.ui.runs import heads as heads_runs
 
 
 class RecordingWorker:
@@ -26,7 +27,7 @@ class RecordingWorker:
 
     def _done(self, tokenized) -> Future:
         future: Future = Future()
-        future.set_result(widgets.load_encoder().run_with_cache(tokenized))
+        future.set_result(heads_runs.load_encoder().run_with_cache(tokenized))
         return future
 
     def ask_ahead(self, text, tokenized, instead_of=None) -> None:
@@ -51,7 +52,7 @@ class RecordingWorker:
 @pytest.fixture
 def worker(monkeypatch) -> RecordingWorker:
     worker = RecordingWorker()
-    monkeypatch.setattr(widgets, "shipped_model_worker", lambda: worker)
+    monkeypatch.setattr(heads_runs, "shipped_model_worker", lambda: worker)
     return worker
 
 
@@ -69,7 +70,7 @@ def test_each_new_sentence_is_asked_ahead_and_collected_by_the_page(worker):
         assert worker.asked[-1] == text and worker.collected[-1] == text
         assert worker.replaced[-1] == previous  # its pass ahead, if still waiting, goes
         previous = text
-        tokens = widgets.load_encoder().tokenize(text).tokens
+        tokens = heads_runs.load_encoder().tokenize(text).tokens
         assert columns(at) == [f"{i}:{token}" for i, token in enumerate(tokens)]
     # Another control, the same sentence: nothing is asked.
     asked = len(worker.asked)
@@ -98,7 +99,7 @@ def test_a_rerun_prepares_the_sentence_once_for_the_pass_ahead_and_the_page(work
     """The frame's pass ahead and the page read one prepared sentence: cleaning a text
     twice a run doubled what a long one cost."""
     at = open_lesson("heads", "A sentence prepared once a run")
-    prepared = record_first_arguments(monkeypatch, widgets, "prepare_sentence")
+    prepared = record_first_arguments(monkeypatch, sentence, "prepare_sentence")
     text = "The next sentence is cleaned once"
     at.text_input(key="sentence").set_value(text).run()
     assert not at.exception

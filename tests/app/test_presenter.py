@@ -10,8 +10,8 @@ import pytest
 from conftest import chart_specs, grid_specs, messages, open_home, open_lesson
 from streamlit.testing.v1 import AppTest
 
-from components.frame import LAYOUT_CSS, PRESENTER_CSS
 from components.projector import SCALE
+from components.ui.frame import LAYOUT_CSS, PRESENTER_CSS
 
 TOGGLE = "_present_toggle"
 PRESENTER_RULE = PRESENTER_CSS.read_text(encoding="utf-8").split("*/")[0]

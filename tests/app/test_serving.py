@@ -7,7 +7,7 @@ import threading
 import torch
 from conftest import open_lesson
 
-from components.widgets import load_checkpoint, load_recurrent
+from components.ui.runs.shared import load_checkpoint, load_recurrent
 from models.serving import runtime
 
 

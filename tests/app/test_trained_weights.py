@@ -22,7 +22,7 @@ from conftest import (
 )
 from safetensors.numpy import load_file
 
-from components.widgets import load_visitor_store
+from components.ui.runs.shared import load_visitor_store
 from models.analysis import gradient_flow as gf
 from models.analysis import trained_sources as ts
 from models.analysis.masks import KINDS, STEPS

@@ -10,7 +10,7 @@ import pytest
 from conftest import chart, messages, open_lesson, plotly_array
 
 from components.i18n import t
-from components.widgets import load_job_manager, load_visitor_store
+from components.ui.runs.shared import load_job_manager, load_visitor_store
 from models.training.job_limits import Refused, Requester
 from models.training.jobs import RunRequest
 from models.training.train import CHECKPOINT_DIR, COPY_LAG_FILE

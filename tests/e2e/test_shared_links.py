@@ -29,8 +29,8 @@ from test_browser import (
     wait_until_idle,
 )
 
-from components.frame import _language_in_link
 from components.i18n import strings
+from components.ui.frame import _language_in_link
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 

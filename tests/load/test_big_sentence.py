@@ -12,7 +12,7 @@ import pytest
 from bench.load import Session, run_async
 from bench.server import Server
 from components.i18n import t
-from models.inputs import MAX_CHARS, READ_CHARS
+from models.text import MAX_CHARS, READ_CHARS
 
 pytestmark = pytest.mark.slow
 

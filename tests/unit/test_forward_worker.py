@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.inputs import Tokenized
 from models.nets.pretrained import PretrainedEncoder, attention_trace
 from models.serving.forward_worker import (
     AHEAD_KEPT,
@@ -27,6 +26,7 @@ from models.serving.forward_worker import (
 )
 from models.serving.runtime import limit_threads
 from models.serving.worker_slot import WorkerSlot
+from models.text import Tokenized
 
 SENTENCE = "The animal didn't cross the street because it was too tired"
 TEXTS = ("", "hi", SENTENCE, " ".join([SENTENCE] * 12))  # 2 tokens up to the 128 cap
@@ -209,16 +209,16 @@ def test_a_worker_that_cannot_load_is_given_up_after_its_restarts(tmp_path):
 
 
 def test_the_lessons_get_the_slots_current_worker(monkeypatch):
-    from components import widgets
+    from components.ui.runs import heads as heads_runs
 
     class Slot:
         def worker(self):
             return "the current worker"
 
-    monkeypatch.setattr(widgets, "_shipped_model_worker_slot", Slot)
-    assert widgets.shipped_model_worker() == "the current worker"
-    monkeypatch.setattr(widgets, "_shipped_model_worker_slot", lambda: None)  # turned off
-    assert widgets.shipped_model_worker() is None
+    monkeypatch.setattr(heads_runs, "_shipped_model_worker_slot", Slot)
+    assert heads_runs.shipped_model_worker() == "the current worker"
+    monkeypatch.setattr(heads_runs, "_shipped_model_worker_slot", lambda: None)  # turned off
+    assert heads_runs.shipped_model_worker() is None
 
 
 def test_traces_travel_as_arrays_and_nothing_else():
@@ -280,25 +280,25 @@ class _Worker:
 def test_the_shipped_models_pass_goes_to_its_worker_and_to_the_server_when_it_cannot(
     monkeypatch,
 ):
-    from components import widgets
+    from components.ui.runs import heads as heads_runs
     from models.serving.catalog import SHIPPED_KEY
 
     worker = _Worker({"tokens": "in the worker"})
-    monkeypatch.setattr(widgets, "shipped_model_worker", lambda: worker)
-    assert widgets._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"tokens": "in the worker"}
+    monkeypatch.setattr(heads_runs, "shipped_model_worker", lambda: worker)
+    assert heads_runs._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"tokens": "in the worker"}
     assert worker.submitted == 1
     # A pass asked ahead for the same text is collected, not asked again.
     ahead = Tokenized(ids=(7,), tokens=("x",), offsets=((0, 1),), n_tokens_before_cap=1)
     worker.ahead["ab"] = (ahead, "future ahead")
-    tokenized, trace = widgets._traced(SHIPPED_KEY, _Model(), "ab")
+    tokenized, trace = heads_runs._traced(SHIPPED_KEY, _Model(), "ab")
     assert tokenized is ahead and trace == {"tokens": "in the worker"}
     assert worker.submitted == 1
     # Other models, a worker that cannot answer, or none at all (turned off): the server.
-    assert widgets._traced("folder:other", _Model(), "ab")[1] == {"tokens": "in the server"}
+    assert heads_runs._traced("folder:other", _Model(), "ab")[1] == {"tokens": "in the server"}
     worker.answer = None
-    assert widgets._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"tokens": "in the server"}
-    monkeypatch.setattr(widgets, "shipped_model_worker", lambda: None)
-    assert widgets._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"tokens": "in the server"}
+    assert heads_runs._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"tokens": "in the server"}
+    monkeypatch.setattr(heads_runs, "shipped_model_worker", lambda: None)
+    assert heads_runs._traced(SHIPPED_KEY, _Model(), "ab")[1] == {"tokens": "in the server"}
 
 
 # A bound on a pass that must fall back to the server: far above ANSWER_TIMEOUT_S and the
@@ -309,17 +309,17 @@ FALLBACK_LIMIT_S = 15
 def test_a_stopped_childs_pass_runs_in_the_server_and_gives_the_same_trace(minilm, monkeypatch):
     """A child stopped by a signal (SIGSTOP) never answers; the visitor's pass runs in the
     server once the pass has been with the child ANSWER_TIMEOUT_S."""
-    from components import widgets
+    from components.ui.runs import heads as heads_runs
     from models.serving.catalog import SHIPPED_KEY
 
     worker = ready_worker(minilm.path)
     assert worker.ready
-    monkeypatch.setattr(widgets, "shipped_model_worker", lambda: worker)
+    monkeypatch.setattr(heads_runs, "shipped_model_worker", lambda: worker)
     os.kill(worker._process.pid, signal.SIGSTOP)
     got = []
     try:
         thread = threading.Thread(
-            target=lambda: got.append(widgets._traced(SHIPPED_KEY, minilm, SENTENCE)),
+            target=lambda: got.append(heads_runs._traced(SHIPPED_KEY, minilm, SENTENCE)),
             daemon=True,
         )
         thread.start()

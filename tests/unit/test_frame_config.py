@@ -249,12 +249,12 @@ def test_shipped_style_sheets_load_nothing_and_run_nothing():
 
 def test_the_chart_library_asked_for_ahead_is_the_module_streamlit_loads_for_charts():
     """The frame asks the browser for Streamlit's plotly module by its file name
-    (components/widgets.py, fetch_chart_library); it must be the very module Streamlit's
+    (components/ui/charts.py, fetch_chart_library); it must be the very module Streamlit's
     bundle loads for a chart, at the same address, or plotly would be loaded twice. Fails
     when the pinned Streamlit changes how it ships its chart code."""
     import streamlit
 
-    from components.widgets import CHART_LIBRARY_KEY, plotly_module_name
+    from components.ui.charts import CHART_LIBRARY_KEY, plotly_module_name
 
     name = plotly_module_name()
     assert name is not None, "no single PlotlyChart.*.js in Streamlit's static files"
@@ -277,7 +277,7 @@ def takes_no_room(key: str) -> bool:
 
 
 def test_the_element_that_brings_the_grid_charts_renderer_takes_no_room():
-    from components.widgets import GRID_CODE_KEY
+    from components.ui.charts import GRID_CODE_KEY
 
     assert takes_no_room(GRID_CODE_KEY)
     assert not takes_no_room("one_head")

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from components import widgets
+from components.ui import charts
 
 PICKS = (("layer", 6), ("head", 12))
 
@@ -14,13 +14,13 @@ PICKS = (("layer", 6), ("head", 12))
 @pytest.fixture
 def state(monkeypatch) -> dict:
     session = {"layer": 3, "head": 1}
-    monkeypatch.setattr(widgets, "st", SimpleNamespace(session_state=session))
+    monkeypatch.setattr(charts, "st", SimpleNamespace(session_state=session))
     return session
 
 
 def click(state: dict, value) -> dict:
     state["all_heads"] = {"pick": value}
-    widgets._set_picked("all_heads", PICKS)
+    charts._set_picked("all_heads", PICKS)
     return {name: state[name] for name, _ in PICKS}
 
 

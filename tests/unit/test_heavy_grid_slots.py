@@ -1,5 +1,5 @@
 """Two visitors' grids of every head switched off hold no page slot: a third visitor's
-page still runs while both grids are being measured (components/widgets.py
+page still runs while both grids are being measured (components/heads_runs.py
 every_head_run, models/serving/runtime.py heavy_work). Before, each grid held one of the two
 page slots for its whole 3-4 s, and every other visitor's rerun waited behind them. The
 masks lesson's measurements a slider keys (1-5 s each) hold none either.
@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from components import widgets
+from components.ui.runs import heads as heads_runs
 from models.analysis import ablation
 from models.serving import runtime
 
@@ -38,12 +38,12 @@ def test_a_third_page_runs_while_two_visitors_grids_are_measured(monkeypatch):
         return np.zeros((1, 1))
 
     monkeypatch.setattr(ablation, "every_head_effect", slow_grid)
-    monkeypatch.setattr(widgets, "attention_model", lambda key: _Model())
+    monkeypatch.setattr(heads_runs, "attention_model", lambda key: _Model())
     heavy_waiting = getattr(runtime, "HEAVY_SLOTS", None)
 
     def grid_page(text):
         with runtime.runs_in_turn():
-            widgets.every_head_run("grid-test", text)
+            heads_runs.every_head_run("grid-test", text)
 
     grids = [threading.Thread(target=grid_page, args=(f"s{n}",), daemon=True) for n in range(2)]
     try:

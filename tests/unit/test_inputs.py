@@ -8,15 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from components.ui.inputs import parse_choice, parse_choices, parse_number
 from models import inputs
-from models.inputs import (
+from models.text import (
     MAX_CHARS,
     READ_CHARS,
     Note,
     PreparedText,
-    parse_choice,
-    parse_choices,
-    parse_number,
     prepare_sentence,
     tokenization_notes,
 )

@@ -12,7 +12,7 @@ from streamlit.errors import StreamlitAPIException
 from streamlit.time_util import time_to_seconds
 
 from components import live_pause
-from models.inputs import BUSY_PAUSE_MS, SENTENCE_PAUSES_MS
+from components.ui.inputs import BUSY_PAUSE_MS, SENTENCE_PAUSES_MS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAUSES = sorted({ms for _, ms in SENTENCE_PAUSES_MS} | {BUSY_PAUSE_MS, 0, 1, 60_000})
@@ -45,7 +45,7 @@ def test_reading_the_pause_imports_no_pandas():
     """Fails if the pinned Streamlit stops reading `live` through this module's name."""
     code = (
         "import sys\n"
-        "from components.live_pause import read_pauses_without_pandas\n"
+        "from components.ui.live_pause import read_pauses_without_pandas\n"
         "from streamlit.elements.widgets import text_widgets\n"
         "read_pauses_without_pandas()\n"
         "assert text_widgets._parse_text_input_live('120ms') == 120\n"

@@ -214,7 +214,7 @@ def test_the_pad_id_is_the_tokenizers_pad_token():
 
 
 def test_a_trained_model_s_reading_made_once_per_task_is_what_reading_it_again_gives():
-    from components.masks_runs import trained_read
+    from components.ui.runs.masks import trained_read
     from models.analysis import trained_sources as ts
     from models.training.tasks import make_task
 

@@ -13,7 +13,7 @@ from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 
 from components import script_events
-from components.script_events import _call_soon_in_batches, _enqueue_element
+from components.ui.script_events import _call_soon_in_batches, _enqueue_element
 
 
 class CountingLoop:
@@ -67,7 +67,7 @@ def _keep_the_loop_busy(app_session) -> threading.Event:
 
 
 def test_the_frame_installs_the_batching():
-    import components.frame  # noqa: F401  (installs it on import)
+    import components.ui.frame  # noqa: F401  (installs it on import)
 
     assert AppSession._call_soon_on_event_loop is _call_soon_in_batches
     assert ScriptRunner._enqueue_forward_msg is _enqueue_element

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 from streamlit.runtime.scriptrunner_utils import script_run_context
 
-from components import widgets
-from models.inputs import BUSY_PAUSE_MS, sentence_pause_ms
+from components.ui import sentence
+from components.ui.inputs import BUSY_PAUSE_MS, sentence_pause_ms
 
 
 @pytest.mark.parametrize(
@@ -20,14 +20,14 @@ def test_the_pause_grows_with_the_visitors_being_answered(visitors, pause):
 
 
 def test_visitors_are_counted_once_each_and_forgotten_after_the_window(monkeypatch):
-    monkeypatch.setattr(widgets, "_LAST_RUN", {})
+    monkeypatch.setattr(sentence, "_LAST_RUN", {})
     session = SimpleNamespace(session_id="a")
     monkeypatch.setattr(script_run_context, "get_script_run_ctx", lambda: session)
-    assert widgets.visitors_answered(now=100.0) == 1
-    assert widgets.visitors_answered(now=101.0) == 1  # the same visitor again
+    assert sentence.visitors_answered(now=100.0) == 1
+    assert sentence.visitors_answered(now=101.0) == 1  # the same visitor again
     session.session_id = "b"
-    assert widgets.visitors_answered(now=102.0) == 2
+    assert sentence.visitors_answered(now=102.0) == 2
     # a's last run is now older than the window; b ran again just now.
-    later = 101.0 + widgets.ACTIVE_WINDOW_S + 1
-    assert widgets.visitors_answered(now=later) == 1
-    assert set(widgets._LAST_RUN) == {"b"}
+    later = 101.0 + sentence.ACTIVE_WINDOW_S + 1
+    assert sentence.visitors_answered(now=later) == 1
+    assert set(sentence._LAST_RUN) == {"b"}

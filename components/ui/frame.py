@@ -17,25 +17,19 @@ from pathlib import Path
 
 import streamlit as st
 
-from components.class_password import password_passed
-from components.client import client_address
 from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, set_language, t
 from components.lessons import LESSONS
-from components.script_events import batch_script_events
-from components.training_status import show_run_in_sidebar
-from components.widgets import (
-    PRESENTING_KEY,
-    SENTENCE_KEY,
-    ask_pass_ahead,
-    fetch_chart_library,
-    format_choices,
-    keep_pass_ahead_for,
-    sentence_box,
-    show_notes,
-)
-from models.inputs import Note, parse_choice
+from components.ui.charts import PRESENTING_KEY, fetch_chart_library, format_choices
+from components.ui.class_password import password_passed
+from components.ui.client import client_address
+from components.ui.inputs import parse_choice
+from components.ui.pass_ahead import ask_pass_ahead, keep_pass_ahead_for
+from components.ui.script_events import batch_script_events
+from components.ui.sentence import SENTENCE_KEY, sentence_box, show_notes
+from components.ui.training_status import show_run_in_sidebar
 from models.serving.fair_slots import Run, SessionRuns, Superseded
 from models.serving.runtime import first_runs_in_turn, runs_in_turn, settle_heap_once
+from models.text import Note
 
 _run = threading.local()
 # The session's runs, numbered (models/serving/fair_slots.py): a session holds one page slot at a

@@ -1,4 +1,4 @@
-"""The masks lesson's cached runs and measurements (Streamlit glue, like widgets.py).
+"""The masks lesson's cached runs and measurements (Streamlit glue).
 
 They live here, not in pages/masks.py: a page runs again on every rerun, and a
 `st.cache_data` decorator run again re-reads its function's source to key the cache
@@ -14,12 +14,8 @@ from functools import lru_cache
 import numpy as np
 import streamlit as st
 
-from components.widgets import (
-    DEFAULT_SENTENCE,
-    load_checkpoint,
-    load_tokenizer,
-    load_transformer,
-)
+from components.ui.runs.shared import load_checkpoint, load_tokenizer, load_transformer
+from components.ui.sentence import DEFAULT_SENTENCE
 from models.analysis import cost, kv_cache, masks, scaling
 from models.analysis import trained_sources as ts
 from models.serving.runtime import heavy_work, page_slot_set_aside

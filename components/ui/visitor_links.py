@@ -23,7 +23,7 @@ HANDED_LINK = "_visitor_link_token"  # the one link this session has handed out
 def visitor_id() -> str:
     """This visitor's key to their trained models: the one a link brought, or a new one.
     A link that brings none (used already, expired, made up) is refused with a note."""
-    from components.widgets import load_visitor_store
+    from components.ui.runs.shared import load_visitor_store
     from models.serving.visitor_keys import LinkRefused
 
     store = load_visitor_store()
@@ -51,7 +51,7 @@ def visitor_link(page: str) -> str | None:
     from urllib.parse import urlencode
 
     from components.i18n import DEFAULT_LANGUAGE, current_language
-    from components.widgets import load_visitor_store
+    from components.ui.runs.shared import load_visitor_store
     from models.serving.visitor_store import StoreRefused
 
     store = load_visitor_store()
@@ -71,7 +71,7 @@ def visitor_link(page: str) -> str | None:
 def store_refusal_shown(show) -> bool:
     """Why the store cannot save models now, shown with `show` (st.warning, st.error) in the
     visitor's language; False when it can."""
-    from components.widgets import load_visitor_store
+    from components.ui.runs.shared import load_visitor_store
 
     refused = load_visitor_store().refusal()
     if refused is not None:

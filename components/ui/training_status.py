@@ -32,7 +32,7 @@ def show_run_in_sidebar() -> None:
     run = _unfinished_run()
     if run is None:
         return
-    from components.widgets import load_job_manager
+    from components.ui.runs.shared import load_job_manager
 
     manager = load_job_manager()
     view = manager.snapshot(*run)

@@ -1,4 +1,4 @@
-"""The recurrent lesson's models and cached runs (Streamlit glue, like widgets.py).
+"""The recurrent lesson's models and cached runs (Streamlit glue).
 
 They live here, not in pages/recurrent.py: a page runs again on every rerun, and a
 `st.cache_data` decorator run again re-reads its function's source to key the cache
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from components.widgets import load_checkpoint, load_recurrent, load_transformer
+from components.ui.runs.shared import load_checkpoint, load_recurrent, load_transformer
 from models.analysis import gradient_flow as gf
 from models.analysis import trained_sources as ts
 from models.nets.recurrent import largest_singular_value
