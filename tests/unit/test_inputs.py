@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.ui.inputs import parse_choice, parse_choices, parse_number
-from models import inputs
+from models import text as text_module
 from models.text import (
     MAX_CHARS,
     READ_CHARS,
@@ -73,7 +73,7 @@ def test_an_eight_megabyte_text_is_cut_before_it_is_cleaned(monkeypatch):
         normalized.append(len(text))
         return real_normalize(form, text)
 
-    monkeypatch.setattr(inputs.unicodedata, "normalize", recording)
+    monkeypatch.setattr(text_module.unicodedata, "normalize", recording)
     prepared = prepare_sentence("word " * (EIGHT_MB // 5))
     assert normalized and max(normalized) <= 10 * MAX_CHARS
     assert prepared.text == ("word " * MAX_CHARS)[:MAX_CHARS].rstrip()
@@ -191,7 +191,7 @@ def test_any_text_respects_any_cap(raw, cap):
     prepared = prepare_sentence(raw, max_chars=cap)
     _check_invariants(prepared, cap)
     truncated = any(code.startswith("truncated_chars") for code in _codes(prepared))
-    if len(raw) >= inputs.chars_read(cap):
+    if len(raw) >= text_module.chars_read(cap):
         # Only the first chars_read(cap) characters are read, and the note says the text was cut.
         assert truncated
         return
