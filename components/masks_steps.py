@@ -15,11 +15,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from components import masks_runs
 from components.figure import PlainFigure
 from components.i18n import t
 from components.labels import token_labels
 from components.masks import extreme_cell, shape_text, step_heatmap
+from components.ui.runs import masks as masks_runs
 from models.analysis import masks
 from models.nets.transformer import TransformerConfig
 from models.training.checkpoints import Checkpoint

@@ -3,7 +3,6 @@
 import numpy as np
 import streamlit as st
 
-from components import masks_runs
 from components.i18n import current_language, t
 from components.labels import token_labels
 from components.masks import (
@@ -16,6 +15,7 @@ from components.positional import curves_figure
 from components.ui.charts import show_chart
 from components.ui.frame import enter_lesson
 from components.ui.linked import linked_selectbox, linked_slider, linked_tabs, set_state
+from components.ui.runs import masks as masks_runs
 from components.ui.runs.shared import (
     about_trained,
     induction_roles,

@@ -11,7 +11,7 @@ from streamlit.elements.widgets import text_widgets
 from streamlit.errors import StreamlitAPIException
 from streamlit.time_util import time_to_seconds
 
-from components import live_pause
+from components.ui import live_pause
 from components.ui.inputs import BUSY_PAUSE_MS, SENTENCE_PAUSES_MS
 
 ROOT = Path(__file__).resolve().parents[2]

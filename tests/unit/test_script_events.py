@@ -12,7 +12,7 @@ import pytest
 from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 
-from components import script_events
+from components.ui import script_events
 from components.ui.script_events import _call_soon_in_batches, _enqueue_element
 
 
