@@ -7,8 +7,8 @@ from __future__ import annotations
 from conftest import APP_TIMEOUT, ROOT, messages, open_lesson
 from streamlit.testing.v1 import AppTest
 
+import models.text
 from components.i18n import t
-from models import inputs
 from models.text import MAX_CHARS, READ_CHARS
 
 # Streamlit ignores a whole query string of more than 524,288 characters, and refuses
@@ -38,7 +38,7 @@ def test_a_long_sentence_in_the_session_is_cut_before_cleaning(monkeypatch):
     # No client can put more in the session: a message over 1 MB closes its websocket
     # (server.maxWidgetStateSize; tests/load/test_big_sentence.py sends 8 MB).
     normalized: list[int] = []
-    real_normalize = inputs.unicodedata.normalize
+    real_normalize = models.text.unicodedata.normalize
 
     def recording(form: str, text: str) -> str:
         normalized.append(len(text))
@@ -46,7 +46,7 @@ def test_a_long_sentence_in_the_session_is_cut_before_cleaning(monkeypatch):
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT)
     at.session_state["sentence"] = "x" * LINK_CHARS
-    monkeypatch.setattr(inputs.unicodedata, "normalize", recording)
+    monkeypatch.setattr(models.text.unicodedata, "normalize", recording)
     at.run()
     at.switch_page(f"pages/{LESSON}.py").run()
     assert not at.exception, [e.value for e in at.exception]

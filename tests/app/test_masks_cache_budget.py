@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from conftest import data_cache_bytes
 
-from components import masks_runs
+from components.ui.runs import masks as masks_runs
 from models.nets.tiny import WORDS
 
 N_PAIRS = 80

@@ -73,7 +73,7 @@ def test_a_third_page_runs_while_two_visitors_grids_are_measured(monkeypatch):
 
 
 def test_a_masks_measurement_a_slider_keys_holds_no_page_slot(monkeypatch):
-    from components import masks_runs
+    from components.ui.runs import masks as masks_runs
     from models.analysis import scaling
 
     measuring, release = threading.Event(), threading.Event()
