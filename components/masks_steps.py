@@ -1,17 +1,17 @@
-"""The masks lesson's step-by-step section: what its controls chose, and its charts (one
-head's attention as ten heatmaps, with the line under each, the numbers to download and
-the checks under them all).
+"""The masks lesson's step-by-step charts: one head's attention as ten heatmaps, with the
+line under each, the numbers to download and the checks under them all.
 
-Built once per (run, head, language) in a process and shared by every session: a model
-of a token task reads its task's own sequence whatever the visitor types, so on the
-lesson's default weights the ten charts are the same on every rerun. What is shared is
-only ever read (`show_chart` copies what it changes).
+Pure: the run it draws is traced and measured in components/ui/runs/masks.py, which builds
+these charts once per (run, head, language) in a process and shares them with every
+session (a model of a token task reads its task's own sequence whatever the visitor
+types, so on the lesson's default weights the ten charts are the same on every rerun).
+What is shared is only ever read (`show_chart` copies what it changes).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -19,30 +19,9 @@ from components.figure import PlainFigure
 from components.i18n import t
 from components.labels import token_labels
 from components.masks import extreme_cell, shape_text, step_heatmap
-from components.ui.runs import masks as masks_runs
-from models.analysis import masks
-from models.nets.transformer import TransformerConfig
-from models.training.checkpoints import Checkpoint
 
 # The steps whose heatmaps are rows of vectors (positions × dimensions), not query × key.
 VECTOR_STEPS = ("x_query", "hook_q", "hook_k", "hook_v", "hook_z")
-
-
-@dataclass(frozen=True)
-class StepSetup:
-    """What the step-by-step section's controls chose; `checkpoint` is None for the
-    lesson's random Transformer, else the trained one (kept under `stem`). Defined here,
-    not in the page: a class statement run on every rerun costs ~1.5 ms."""
-
-    kind: str
-    checkpoint: Checkpoint | None
-    stem: str
-    cfg: TransformerConfig
-    layer: int
-    head: int
-    window: int
-    prefix: int
-    second_raw: str
 
 
 @dataclass(frozen=True)
@@ -71,12 +50,10 @@ class StepCase:
         queries, keys = tuple(target_tokens), tuple(source_tokens)
         return cls(stem, True, tuple(target), tuple(source), b"", layer, queries, keys)
 
-    def trace(self) -> dict:
-        if self.cross:
-            return masks_runs.cross_run(self.stem, self.source, self.ids)
+    def allowed_matrix(self) -> np.ndarray:
+        """The self-attention mask, `n × n` (writable)."""
         n = len(self.ids)
-        allowed = np.frombuffer(self.allowed, dtype=bool).reshape(n, n).copy()  # writable
-        return masks_runs.masked_run(self.stem, self.ids, allowed)
+        return np.frombuffer(self.allowed, dtype=bool).reshape(n, n).copy()
 
     @property
     def name(self) -> str:
@@ -90,6 +67,17 @@ class StepCase:
         if self.cross:
             return f"decoder.blocks.{self.layer}.ln_cross.hook_normalized"
         return f"blocks.{self.layer}.ln1.hook_normalized"
+
+
+@dataclass(frozen=True)
+class StepMeasures:
+    """What was measured on one head's steps for the checks under them: the queries that
+    see no key, max |z − the fused attention|, and the largest weight a fully masked row
+    would get with −1e9 instead of −∞ (None when every query sees a key)."""
+
+    empty_rows: np.ndarray
+    fused: float
+    uniform: float | None
 
 
 @dataclass(frozen=True)
@@ -129,17 +117,22 @@ def step_summary(
     )
 
 
-@lru_cache(maxsize=16)
-def step_charts(case: StepCase, head: int, d_head: int, d_model: int, language: str) -> StepCharts:
-    """The ten heatmaps of `head`'s attention in `case`, their lines and the checks."""
-    trace = case.trace()
-    steps = masks.head_steps(trace, case.name, head, trace[case.query_input])
+def build_step_charts(
+    case: StepCase,
+    steps: dict[str, np.ndarray],
+    order: Sequence[str],
+    measures: StepMeasures,
+    d_head: int,
+    d_model: int,
+    language: str,
+) -> StepCharts:
+    """The heatmaps of one head's `steps` in `case` (in `order`), their lines and checks."""
     allowed = np.isfinite(steps["hook_attn_scores"])
-    charts = tuple(
-        _chart(step, steps, allowed, case, d_head, d_model, language) for step in masks.STEPS
-    )
+    charts = tuple(_chart(step, steps, allowed, case, d_head, d_model, language) for step in order)
     return StepCharts(
-        charts, _checks(steps, allowed, d_head, language), _fully_masked(allowed, language)
+        charts,
+        _checks(steps, allowed, measures, d_head, language),
+        _fully_masked(allowed, measures, language),
     )
 
 
@@ -183,11 +176,12 @@ def _chart(step, steps, allowed, case, d_head, d_model, language) -> StepChart:
     return StepChart(f"mask_step_{step}", figure, summary, data)
 
 
-def _checks(steps: dict, allowed: np.ndarray, d_head: int, language: str) -> str:
+def _checks(
+    steps: dict, allowed: np.ndarray, measures: StepMeasures, d_head: int, language: str
+) -> str:
     """The checks on the drawn numbers, and why −∞ (two paragraphs of one caption)."""
     pattern = steps["hook_pattern"]
-    empty_rows = masks.fully_masked_rows(allowed)
-    seeing = np.setdiff1d(np.arange(pattern.shape[0]), empty_rows)
+    seeing = np.setdiff1d(np.arange(pattern.shape[0]), measures.empty_rows)
     row_error = float(np.abs(pattern[seeing].sum(axis=1) - 1).max()) if seeing.size else 0.0
     checks = t(
         "masks.steps.checks",
@@ -196,22 +190,21 @@ def _checks(steps: dict, allowed: np.ndarray, d_head: int, language: str) -> str
         n_cells=allowed.size,
         largest_masked=float(pattern[~allowed].max()) if (~allowed).any() else 0.0,
         row_error=row_error,
-        fused=masks.fused_difference(steps, allowed),
+        fused=measures.fused,
     )
     return checks + "\n\n" + t("masks.steps.explain", language=language, d_head=d_head)
 
 
-def _fully_masked(allowed: np.ndarray, language: str) -> str | None:
-    empty_rows = masks.fully_masked_rows(allowed)
+def _fully_masked(allowed: np.ndarray, measures: StepMeasures, language: str) -> str | None:
+    empty_rows = measures.empty_rows
     if not empty_rows.size:
         return None
-    n_keys = allowed.shape[-1]
     return t(
         "masks.fully_masked",
         language=language,
         count=empty_rows.size,
         first=int(empty_rows[0]),
         last=int(empty_rows[-1]),
-        keys=n_keys,
-        uniform=float(masks.masked_row_softmax(n_keys, masks.LARGE_NEGATIVE).max()),
+        keys=allowed.shape[-1],
+        uniform=measures.uniform,
     )

@@ -104,7 +104,7 @@ def _step_specs(at) -> dict[str, dict]:
 
 
 def test_step_charts_built_once_are_the_ones_built_afresh_in_every_language_and_head():
-    from components.masks_steps import step_charts
+    from components.ui.runs.masks import step_charts
 
     at = open_lesson("masks", SENTENCE)  # the shipped induction model: its own sequence
     _no_failure(at)

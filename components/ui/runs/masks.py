@@ -14,6 +14,7 @@ from functools import lru_cache
 import numpy as np
 import streamlit as st
 
+from components.masks_steps import StepCase, StepCharts, StepMeasures, build_step_charts
 from components.ui.runs.shared import load_checkpoint, load_tokenizer, load_transformer
 from components.ui.sentence import DEFAULT_SENTENCE
 from models.analysis import cost, kv_cache, masks, scaling
@@ -91,6 +92,31 @@ def _cross_run(stem: str, source: tuple[int, ...], target: tuple[int, ...]) -> d
 def cross_run(stem: str, source: tuple[int, ...], target: tuple[int, ...]) -> dict:
     key = ("cross", stem, source, target)
     return traces().get_or_make(key, lambda: _cross_run(stem, source, target))
+
+
+def step_trace(case: StepCase) -> dict:
+    """The trace the step-by-step section draws (a shared entry: its arrays are read-only)."""
+    if case.cross:
+        return cross_run(case.stem, case.source, case.ids)
+    return masked_run(case.stem, case.ids, case.allowed_matrix())
+
+
+@lru_cache(maxsize=16)
+def step_charts(case: StepCase, head: int, d_head: int, d_model: int, language: str) -> StepCharts:
+    """The ten heatmaps of `head`'s attention in `case`, their lines and the checks: built
+    once per (run, head, language) in a process and shared by every session
+    (components/masks_steps.py)."""
+    trace = step_trace(case)
+    steps = masks.head_steps(trace, case.name, head, trace[case.query_input])
+    allowed = np.isfinite(steps["hook_attn_scores"])
+    empty_rows = masks.fully_masked_rows(allowed)
+    uniform = (
+        float(masks.masked_row_softmax(allowed.shape[-1], masks.LARGE_NEGATIVE).max())
+        if empty_rows.size
+        else None
+    )
+    measures = StepMeasures(empty_rows, masks.fused_difference(steps, allowed), uniform)
+    return build_step_charts(case, steps, masks.STEPS, measures, d_head, d_model, language)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -1,0 +1,147 @@
+"""The masks part's step-by-step controls: which weights, which mask, which layer and
+head, the window, the prefix and the second sentence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from components.i18n import t
+from components.ui.linked import linked_selectbox, linked_slider, set_state
+from components.ui.parts.masks.reading import SHOWN_TOKENS
+from components.ui.runs.shared import (
+    about_trained,
+    induction_roles,
+    induction_roles_text,
+    load_checkpoint,
+    load_visitor_store,
+    trained_stem,
+)
+from components.ui.visitor_links import visitor_id
+from models.analysis import masks
+from models.analysis import trained_sources as ts
+from models.nets.transformer import TransformerConfig
+from models.text import READ_CHARS
+from models.training.checkpoints import Checkpoint, CheckpointError
+
+SECOND_KEY = "second"
+DEFAULT_SECOND = "它太累了"
+RANDOM = "random"  # the lesson's own random Transformer; otherwise a trained checkpoint
+
+
+@dataclass(frozen=True)
+class StepSetup:
+    """What the step-by-step section's controls chose; `checkpoint` is None for the
+    lesson's random Transformer, else the trained one (kept under `stem`). Defined here,
+    not in the page: a class statement run on every rerun costs ~1.5 ms."""
+
+    kind: str
+    checkpoint: Checkpoint | None
+    stem: str
+    cfg: TransformerConfig
+    layer: int
+    head: int
+    window: int
+    prefix: int
+    second_raw: str
+
+
+def weights_label(weights: str) -> str:
+    if weights == RANDOM or weights in ts.SHIPPED_TRANSFORMERS:
+        return t(f"masks.weights.{weights}")
+    return t("masks.weights.mine", name=weights)
+
+
+def kind_label(kind: str) -> str:
+    return t(f"masks.kind.{kind}")
+
+
+def step_controls(cfg: TransformerConfig) -> StepSetup:
+    """The controls, drawn; `cfg` is the lesson's random Transformer's."""
+    weights_col, kind_col = st.columns(2)
+    weights = linked_selectbox(
+        weights_col,
+        t("masks.weights"),
+        (
+            *ts.SHIPPED_TRANSFORMERS,
+            RANDOM,
+            *ts.saved_transformers(load_visitor_store().list(visitor_id())),
+        ),
+        ts.SHIPPED_TRANSFORMERS[0],
+        key="mask_weights",
+        format_func=weights_label,
+    )
+    kind = linked_selectbox(
+        kind_col,
+        t("masks.kind"),
+        masks.KINDS,
+        "causal",
+        key="mask_kind",
+        format_func=kind_label,
+    )
+    # Cross-attention needs an encoder–decoder: trained weights show the shipped translator.
+    step_stem, checkpoint = "", None
+    if weights != RANDOM:
+        stem = trained_stem(ts.SHIPPED_ENCODER_DECODER if kind == "cross" else weights)
+        try:
+            checkpoint, step_stem = load_checkpoint(stem), stem
+        except CheckpointError:  # a visitor's model deleted meanwhile (age limit, size cap)
+            st.warning(t("masks.weights.gone"))
+    if checkpoint is None:
+        step_cfg = cfg
+    elif kind == "cross":
+        step_cfg = checkpoint.model.core.decoder.cfg
+    else:
+        step_cfg = checkpoint.model.core.cfg
+    layer_col, head_col = st.columns(2)
+    layer = (
+        linked_slider(layer_col, t("masks.layer"), 0, step_cfg.n_layers - 1, 0, key="mask_layer")
+        if step_cfg.n_layers > 1
+        else 0
+    )
+    head = linked_slider(head_col, t("masks.head"), 0, step_cfg.n_heads - 1, 0, key="mask_head")
+    if checkpoint is None:
+        st.caption(t("masks.weights.about.random"))
+    else:
+        st.info(about_trained(checkpoint, "masks.weights.about"))
+    if checkpoint is not None and checkpoint.task.get("name") == "induction":
+        roles = induction_roles(step_stem)
+        i_layer, i_head, _ = roles["induction"]
+        # The button goes under the text: beside it, a narrow screen cut its label.
+        st.caption(induction_roles_text(roles, "masks.weights.roles"))
+        st.button(
+            t("masks.weights.jump", layer=i_layer, head=i_head),
+            key="mask_jump",
+            on_click=set_state,
+            args=({"mask_layer": i_layer, "mask_head": i_head},),
+        )
+    window_col, prefix_col = st.columns(2)
+    window = linked_slider(
+        window_col,
+        t("masks.window"),
+        1,
+        16,
+        2,
+        key="mask_window",
+        disabled=kind != "window",
+    )
+    prefix = linked_slider(
+        prefix_col,
+        t("masks.prefix"),
+        1,
+        SHOWN_TOKENS,
+        3,
+        key="mask_prefix",
+        disabled=kind != "prefix",
+    )
+    second_raw = st.text_input(
+        t("masks.second_label"),
+        value=DEFAULT_SECOND,
+        key=SECOND_KEY,
+        max_chars=READ_CHARS,
+        bind="query-params",
+        help=t("masks.second_help"),
+    )
+    st.caption(t(f"masks.kind.explain.{kind}", prefix=prefix, window=window))
+    return StepSetup(kind, checkpoint, step_stem, step_cfg, layer, head, window, prefix, second_raw)
