@@ -3,7 +3,6 @@
 import numpy as np
 import streamlit as st
 
-from components import recurrent_runs as runs
 from components.i18n import t
 from components.palette import BLACK, BLUE, ORANGE, SKY_BLUE, VERMILLION
 from components.recurrent import (
@@ -24,6 +23,7 @@ from components.summaries import (
 from components.ui.charts import load_grid_charts, show_chart
 from components.ui.frame import enter_lesson
 from components.ui.linked import linked_selectbox, linked_slider, set_state
+from components.ui.runs import recurrent as runs
 from components.ui.runs.recurrent import CELLS, CONSTRUCTED
 from components.ui.runs.shared import load_tokenizer, load_transformer, load_visitor_store
 from components.ui.sentence import sentence_or_stop, show_notes
