@@ -13,13 +13,26 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from components.ui.runs.shared import load_checkpoint, load_recurrent, load_transformer
+from components.ui.runs.shared import (
+    load_checkpoint,
+    load_recurrent,
+    load_transformer,
+    load_visitor_store,
+)
 from models.analysis import gradient_flow as gf
 from models.analysis import trained_sources as ts
 from models.nets.recurrent import largest_singular_value
+from models.training.train import CHECKPOINT_DIR
 
 CELLS = {"RNN": "rnn", "LSTM": "lstm", "GRU": "gru"}
 CONSTRUCTED = "constructed"  # weights built from the controls; otherwise trained ones
+
+
+def folder(source: str, visitor: str) -> str:
+    """Where `source`'s checkpoints are: shipped with the app, or this visitor's own runs."""
+    if source == ts.SHIPPED_SOURCE:
+        return str(CHECKPOINT_DIR)
+    return str(load_visitor_store().folder(visitor))
 
 
 def checkpoint(folder: str, source: str, kind: str):

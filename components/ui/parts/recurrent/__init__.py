@@ -1,0 +1,2 @@
+"""The recurrent lesson's parts, drawn one after another: the gradient against distance,
+the theory line and the step Jacobians, clipping, the gradient per hidden unit, the gates."""
