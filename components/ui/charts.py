@@ -17,7 +17,7 @@ from components.labels import markdown_literal
 from components.projector import SCALE as PROJECTOR_SCALE
 from components.projector import for_projector
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
 PLOTLY_CONFIG = {
     "displaylogo": False,

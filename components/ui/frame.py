@@ -143,7 +143,7 @@ PRESENT_WORDS = [["0", "false", "no", "off"], ["1", "true", "yes", "on"]]
 # Style sheets: constant files shipped with the app, never built from anything a visitor
 # sends (tests/unit/test_frame_config.py holds every st.html call to that). The layout one
 # keeps a tablet-width screen usable; the presenter one is for a projector.
-STYLES = Path(__file__).resolve().parent.parent / "assets" / "styles"
+STYLES = Path(__file__).resolve().parents[2] / "assets" / "styles"
 LAYOUT_CSS = STYLES / "layout.css"
 PRESENTER_CSS = STYLES / "presenter.css"
 

@@ -20,7 +20,7 @@ from models.text import READ_CHARS, Note, PreparedText, prepare_sentence
 # Before any sentence box is drawn: its pause is read without pandas (components/ui/live_pause.py).
 read_pauses_without_pandas()
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired"
 SENTENCE_KEY = "sentence"
 # Export from the chart's own toolbar, drawn by the browser: works offline.
