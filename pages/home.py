@@ -6,7 +6,7 @@ import streamlit as st
 from components.i18n import t
 from components.lessons import LESSONS
 from components.lineage import COLUMNS, cells, headers, lesson_for
-from components.ui.runs.heads import lineage_measurements
+from components.ui.runs.home import lineage_measurements
 from models.analysis.lineage import LENGTHS, WIDTH
 
 STAGES = ("ngram", "rnn", "lstm", "attention", "transformer", "bert_gpt")
