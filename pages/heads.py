@@ -291,6 +291,7 @@ labels = token_labels(tokens)
 stats = head_statistics(patterns)
 # The keys counted as sinks, by the all-heads summary and the head statistics alike.
 sinks = sink_positions(len(tokens), cfg.causal)
+n_sink = int(sink_heads(patterns, sinks).sum())
 kv_suffix = (lambda h: t("heads.kv_of", kv=cfg.kv_head(h))) if cfg.n_kv_heads < cfg.n_heads else str
 
 # One template, filled with Python floats (numpy's scalars format several times slower).
@@ -316,7 +317,7 @@ show_chart(
         layer_title=t("heads.axis.layer"),
     ),
     key="all_heads",
-    summary=all_heads_summary(patterns, tokens, run.special_positions, sinks),
+    summary=all_heads_summary(patterns, tokens, run.special_positions, sinks, n_sink=n_sink),
     picks=(("layer", n_layers), ("head", n_heads)),
     data={
         "layer": range(n_layers),
@@ -430,7 +431,6 @@ def statistics_section() -> None:
         | {name: stats[name] for name in stat_names},
     )
     st.caption(t("heads.summary_caption", max_entropy=float(np.log2(len(tokens)))))
-    n_sink = int(sink_heads(patterns, sinks).sum())
     st.info(
         t(
             "heads.sinks_decoder" if cfg.causal else "heads.sinks",
