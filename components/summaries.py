@@ -4,7 +4,7 @@ A summary is computed from the very numbers a chart draws, in the current langua
 a screen reader reads it, and a class at the back of the room can read it off the
 projector when the chart's details are too small (components/ui/charts.py show_chart draws it).
 
-No st.*, no torch: arrays and labels in, text out.
+No st.*, no torch, no models: arrays and labels in, text out.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from components.i18n import t
-from models.analysis.attention_stats import sink_heads
 
 SEPARATOR = "; "
 
@@ -128,11 +127,13 @@ def all_heads_summary(
     tokens: Sequence[str],
     specials: Sequence[int] = (),
     sinks: Sequence[int] = (),
+    n_sink: int | None = None,
 ) -> str:
     """The strongest link between two ordinary tokens that are not neighbours, anywhere in
-    the stack (`specials`, such as [CLS], [SEP] or [UNK], are left out), then how many
-    heads put over half their weight on the `sinks` keys together
-    (models.analysis.attention_stats.sink_positions: the count the head statistics give too)."""
+    the stack (`specials`, such as [CLS], [SEP] or [UNK], are left out), then `n_sink`,
+    how many heads put over half their weight on the `sinks` keys together
+    (models.analysis.attention_stats sink_positions and sink_heads: the count the head
+    statistics give too, so the caller counts it once for both)."""
     n_layers, n_heads, n, _ = patterns.shape
     specials = sorted({int(p) for p in specials if 0 <= p < n})
     count = n_layers * n_heads
@@ -160,11 +161,12 @@ def all_heads_summary(
     sinks = tuple(int(p) for p in sinks if 0 <= p < n)
     if not sinks:
         return text
-    return t("summary.sentences", first=text, then=_sinks_text(patterns, tokens, sinks, count))
+    if n_sink is None:
+        raise TypeError("sinks to name need n_sink, the number of heads that are sinks on them")
+    return t("summary.sentences", first=text, then=_sinks_text(tokens, sinks, n_sink, count))
 
 
-def _sinks_text(patterns: np.ndarray, tokens: Sequence[str], sinks: tuple, count: int) -> str:
-    n_sink = int(sink_heads(patterns, sinks).sum())
+def _sinks_text(tokens: Sequence[str], sinks: tuple, n_sink: int, count: int) -> str:
     first, last = tokens[sinks[0]], tokens[sinks[-1]]
     key = "summary.sinks" if len(sinks) > 1 else "summary.sinks_first"
     return t(key, n_sink=n_sink, count=count, first=first, last=last)

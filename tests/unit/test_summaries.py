@@ -28,6 +28,12 @@ def _patterns(n_layers: int = 2, n_heads: int = 3) -> np.ndarray:
     return patterns
 
 
+def _all_heads(patterns, tokens, specials=(), sinks=()) -> str:
+    """The all-heads summary, given the sink count as the lesson counts it."""
+    n_sink = int(sink_heads(patterns, sinks).sum())
+    return s.all_heads_summary(patterns, tokens, specials, sinks, n_sink=n_sink)
+
+
 def test_number_uses_three_digits_and_words_for_non_finite_values():
     assert s.number(0.64321) == "0.643"
     assert s.number(123456) == "1.23e+05"
@@ -51,18 +57,23 @@ def test_all_heads_summary_finds_the_link_and_counts_sinks():
     patterns = _patterns()
     patterns[0, 0] = 0.0
     patterns[0, 0, :, 0] = 1.0  # a head that puts everything on [CLS]
-    text = s.all_heads_summary(patterns, TOKENS, (0, len(TOKENS) - 1), sink_positions(7, False))
+    text = _all_heads(patterns, TOKENS, (0, len(TOKENS) - 1), sink_positions(7, False))
     assert "6 heads" in text
     assert "layer 1, head 2, it → animal 0.64" in text
     assert text.endswith("1 of 6 heads put over half their weight on [CLS] and [SEP] together.")
     with using_language("zh"):
-        zh = s.all_heads_summary(patterns, TOKENS, (0, 6), sink_positions(7, False))
+        zh = _all_heads(patterns, TOKENS, (0, 6), sink_positions(7, False))
     assert zh.endswith("0.64。6 个头中有 1 个把一半以上的权重合计放在 [CLS] 与 [SEP] 上。")
     # Without special tokens there is no sink to count, and no dash standing for one.
     plain = s.all_heads_summary(_patterns(), TOKENS)
     assert plain == "6 heads. Strongest link between two tokens that are not neighbours: " + (
         "layer 1, head 2, it → animal 0.64."
     )
+
+
+def test_sinks_to_name_need_their_count():
+    with pytest.raises(TypeError, match="n_sink"):
+        s.all_heads_summary(_patterns(), TOKENS, (0, 6), sink_positions(7, False))
 
 
 def test_sinks_are_counted_on_cls_and_sep_together_not_on_every_special_token():
@@ -75,7 +86,7 @@ def test_sinks_are_counted_on_cls_and_sep_together_not_on_every_special_token():
     sinks = sink_positions(5, causal=False)
     assert sinks == (0, 4)
     assert sink_heads(patterns, sinks).tolist() == [[False, True]]
-    text = s.all_heads_summary(patterns, tokens, (0, 2, 4), sinks)
+    text = _all_heads(patterns, tokens, (0, 2, 4), sinks)
     assert "1 of 2 heads put over half their weight on [CLS] and [SEP] together" in text
 
 
@@ -85,7 +96,7 @@ def test_a_decoder_s_sink_is_its_first_token():
     assert sink_positions(4, causal=True) == (0,)
     share = patterns[0, 0, :, 0].mean()  # (1 + 1/2 + 1/3 + 1/4) / 4 ≈ 0.52
     assert share > 0.5 and sink_heads(patterns, (0,)).tolist() == [[True]]
-    text = s.all_heads_summary(patterns, ["The", "cat", "sat", "down"], (), (0,))
+    text = _all_heads(patterns, ["The", "cat", "sat", "down"], (), (0,))
     assert text.endswith("1 of 1 heads put over half their weight on the first token, The.")
 
 
