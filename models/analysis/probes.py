@@ -16,7 +16,8 @@ import numpy as np
 import torch
 
 from models.nets.task_models import SequenceModel
-from models.training.tasks import IGNORE, Induction
+from models.training.synthetic_tasks import Induction
+from models.training.task_base import IGNORE
 
 N_SEQUENCES = 64
 

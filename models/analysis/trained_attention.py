@@ -29,7 +29,9 @@ from models.nets.hf_models import MAX_TOKENS, AttentionConfig, Outputs, keep_fac
 from models.serving.model_files import ModelRefused
 from models.text import Note, Tokenized, tokenization_notes
 from models.training.checkpoints import Checkpoint
-from models.training.tasks import IGNORE, CharLM, task_from_config
+from models.training.task_base import IGNORE
+from models.training.tasks import task_from_config
+from models.training.text_tasks import CharLM
 
 MODEL_TYPE = "seqlens"
 # The trace names the lesson reads, as AttentionModel.run_with_cache gives them.

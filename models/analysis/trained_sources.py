@@ -24,7 +24,8 @@ import torch
 
 from models.nets.task_models import SequenceModel
 from models.nets.transformer import Transformer
-from models.training.tasks import CharLM, Numbers, task_from_config
+from models.training.tasks import task_from_config
+from models.training.text_tasks import CharLM, Numbers
 
 SHIPPED_SOURCE = "copy-lag20"
 KINDS = ("rnn", "lstm", "gru", "transformer")

@@ -23,7 +23,8 @@ import torch
 
 from models.nets.task_models import ModelSpec, SequenceModel
 from models.training import checkpoints
-from models.training.tasks import Task, make_task
+from models.training.task_base import Task
+from models.training.tasks import make_task
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent.parent / "assets" / "checkpoints"
 CLIP_NORM = 1.0

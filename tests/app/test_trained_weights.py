@@ -28,7 +28,8 @@ from models.analysis import trained_sources as ts
 from models.analysis.masks import KINDS, STEPS
 from models.analysis.probes import previous_occurrence
 from models.training import checkpoints
-from models.training.tasks import IGNORE, make_task
+from models.training.task_base import IGNORE
+from models.training.tasks import make_task
 from models.training.train import CHECKPOINT_DIR
 
 SENTENCE = "the cat sat on the mat"

@@ -15,7 +15,8 @@ from models.analysis.probes import (
     previous_occurrence,
 )
 from models.nets.task_models import ModelSpec, SequenceModel
-from models.training.tasks import IGNORE, make_task
+from models.training.task_base import IGNORE
+from models.training.tasks import make_task
 
 
 def test_previous_occurrence_is_the_last_earlier_position_with_the_same_token(rng):

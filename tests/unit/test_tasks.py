@@ -7,16 +7,10 @@ from collections import Counter, defaultdict
 import pytest
 import torch
 
-from models.training.tasks import (
-    IGNORE,
-    TASKS,
-    Numbers,
-    _bucket,
-    chinese_number,
-    english_number,
-    make_task,
-    task_from_config,
-)
+from models.training.synthetic_tasks import _bucket
+from models.training.task_base import IGNORE
+from models.training.tasks import TASKS, make_task, task_from_config
+from models.training.text_tasks import Numbers, chinese_number, english_number
 
 
 def _gen(seed: int = 0) -> torch.Generator:

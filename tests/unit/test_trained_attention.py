@@ -16,7 +16,8 @@ from models.analysis.probes import circuit, head_scores
 from models.analysis.trained_attention import NothingToRead, TrainedAttention
 from models.nets.transformer import Transformer, TransformerConfig
 from models.training import checkpoints
-from models.training.tasks import IGNORE, task_from_config
+from models.training.task_base import IGNORE
+from models.training.tasks import task_from_config
 from models.training.train import CHECKPOINT_DIR
 
 TINY = TransformerConfig(d_model=16, n_heads=4, d_head=4, n_layers=2, d_vocab=11, d_mlp=32)

@@ -13,7 +13,8 @@ import torch.nn.functional as F
 from models.analysis import masks
 from models.analysis import trained_sources as ts
 from models.nets.task_models import ModelSpec, SequenceModel
-from models.training.tasks import chinese_number, english_number, make_task
+from models.training.tasks import make_task
+from models.training.text_tasks import chinese_number, english_number
 
 LM = make_task("lm").config()
 
