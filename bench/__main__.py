@@ -1,7 +1,7 @@
 """`python -m bench`: SeqLens's performance, measured on this machine, as one markdown table.
 
 Starts `streamlit run app.py` itself on 127.0.0.1 (a fresh server for each cold-start
-figure), drives it with the websocket client in bench/load.py and, when playwright and
+figure), drives it with the websocket client in bench/wire.py and, when playwright and
 Chromium are there, with headless Chromium; stops every server it started, even on error.
 Bounded: each phase has its own time limit; the whole run takes about 4-5 minutes.
 The table also goes to bench/results/latest.md (git-ignored).
@@ -21,19 +21,12 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from bench import bertviz_size, browser, gradient_flow
-from bench.load import (
-    LoadPlan,
-    Rerun,
-    Session,
-    check_heads_tokens,
-    check_text_charted,
-    check_words_shown,
-    percentile,
-    run_async,
-    run_load,
-)
+from bench.checks import check_heads_tokens, check_text_charted, check_words_shown
+from bench.load import LoadPlan, percentile, run_load
+from bench.rerun import Rerun
 from bench.sentences import SentenceMaker, chart_labels, minilm_tokens
 from bench.server import RESULTS_DIR, RssSampler, Server, active_sessions
+from bench.wire import Session, run_async
 from components.ui.inputs import ACTIVE_WINDOW_S, BUSY_PAUSE_MS, SENTENCE_PAUSES_MS
 
 SHORT, LONG = 20, 128  # tokens, [CLS] and [SEP] included
