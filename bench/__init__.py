@@ -7,6 +7,11 @@
 - bench.load: the bounded load runner, many visitors at once.
 - bench.sentences: fresh sentences whose tokens are known in advance.
 - bench.browser: the same app in headless Chromium (playwright), timed from the last key.
+- The table of `python -m bench`: bench.apps (SeqLens and its peer), bench.pages (one
+  visitor's reruns on a page), bench.keystrokes (keystroke → chart in Chromium),
+  bench.visitors (every visitor at once), bench.phases (each app's measurements in order),
+  bench.report (the rows, their targets, the machine facts), bench.figures (how a figure
+  is written).
 
 Performance is reported here, never asserted in pytest (tests/load only checks correctness).
 """

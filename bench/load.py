@@ -175,12 +175,3 @@ def run_load(port: int, sentences_by_visitor: list[list[str]], plan: LoadPlan) -
         )
 
     return run_async(main())
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """Linear-interpolated percentile (q in 0..100); None for no values."""
-    if not values:
-        return None
-    if len(values) == 1:
-        return values[0]
-    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
