@@ -21,9 +21,9 @@ import time
 import websockets
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from bench.load import Session, run_async
 from bench.sentences import SentenceMaker
 from bench.server import RESULTS_DIR, Server
+from bench.wire import Session, run_async
 
 SENDERS = 4
 EIGHT_MB = 8 * 2**20

@@ -22,8 +22,9 @@ from urllib.parse import urlencode
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
 
-from bench.load import Rerun, Session, chart_key, run_async
+from bench.rerun import Rerun, chart_key
 from bench.server import REPO_ROOT, RESULTS_DIR, Server
+from bench.wire import Session, run_async
 
 FLOOD = 60
 FLOOD_STEPS = 1500  # the slider's largest: a flood run outlasts the time its page is given

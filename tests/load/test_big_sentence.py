@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.load import Session, run_async
 from bench.server import Server
+from bench.wire import Session, run_async
 from components.i18n import t
 from models.text import MAX_CHARS, READ_CHARS
 

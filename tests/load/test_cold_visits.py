@@ -12,8 +12,8 @@ import asyncio
 
 import pytest
 
-from bench.load import Session, run_async
 from bench.sentences import SentenceMaker
+from bench.wire import Session, run_async
 from components.lessons import LESSONS
 
 pytestmark = pytest.mark.slow

@@ -22,7 +22,9 @@ import time
 
 import pytest
 
-from bench.load import LoadPlan, Rerun, check_heads_tokens, run_load
+from bench.checks import check_heads_tokens
+from bench.load import LoadPlan, run_load
+from bench.rerun import Rerun
 from bench.sentences import SentenceMaker, chart_labels, minilm_tokens
 from bench.server import RESULTS_DIR, Server, active_sessions, cache_bytes
 

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.load import Session, check_heads_tokens, run_async
+from bench.checks import check_heads_tokens
 from bench.sentences import SentenceMaker
 from bench.server import _proc_children
+from bench.wire import Session, run_async
 
 pytestmark = pytest.mark.slow
 

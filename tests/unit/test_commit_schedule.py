@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.load import commit_schedule
+from bench.wire import commit_schedule
 
 
 def test_a_pause_longer_than_the_live_pause_commits_what_was_typed_so_far():

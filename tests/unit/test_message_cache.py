@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from bench.load import MessageCache
+from bench.rerun import MessageCache
 
 
 def message(digest: str, cacheable: bool = True) -> ForwardMsg:

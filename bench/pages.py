@@ -1,0 +1,80 @@
+"""One visitor's reruns on a page, what each page must show of the visitor's sentence,
+and the first chart of a fresh server over the websocket."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bench.apps import SEQLENS, SHORT, App
+from bench.checks import check_heads_tokens, check_text_charted, check_words_shown
+from bench.figures import median, ms, percentile
+from bench.rerun import Rerun
+from bench.sentences import SentenceMaker
+from bench.server import Server
+from bench.wire import Session, run_async
+
+# Pages whose first view shows trained weights on their task's own sequence: the link that
+# opens their view of the visitor's sentence (the one the checks read).
+SENTENCE_VIEWS = {"recurrent": {"rc_weights": "constructed"}}
+
+
+def pages() -> list[tuple[str, str]]:
+    """(url path, title): the home page (the frame alone), then every lesson in LESSONS."""
+    from components.lessons import LESSONS
+
+    return [("", "home (frame only)")] + [(lesson.url_path, lesson.url_path) for lesson in LESSONS]
+
+
+def _check(app: App, page: str, run: Rerun) -> str:
+    """'' when the answer shows the visitor's own sentence (the home page shows none)."""
+    if page == app.path:
+        return check_heads_tokens(run)
+    if page == "training":  # reads the sentence character by character, in one chart
+        return check_text_charted(run, "tr_yours")
+    return check_words_shown(run) if page else ""
+
+
+def server_work(
+    port: int, page: str, n: int, mk: SentenceMaker, n_tokens: int, app: App | None = None
+) -> list[Rerun]:
+    """One visitor on `page` of `app` (SeqLens by default): a warm-up run, then `n` fresh
+    sentences one after another."""
+    app = app or SEQLENS
+
+    async def go() -> list[Rerun]:
+        runs = []
+        async with Session(port, rerun_timeout_s=60) as s:
+            warm = await s.open_page(page, mk.make(SHORT), **SENTENCE_VIEWS.get(page, {}))
+            if not warm.ok:
+                raise RuntimeError(f"{page or 'home'}: {warm.error}")
+            for _ in range(n):
+                await asyncio.sleep(0.2)
+                run = await s.type_sentence(mk.make(n_tokens))
+                if run.ok:
+                    run.error = _check(app, page, run)
+                runs.append(run)
+        return runs
+
+    return run_async(go())
+
+
+def summarize_work(runs: list[Rerun]) -> tuple[str, float | None]:
+    lat = [r.latency_s for r in runs if r.ok]
+    errors = sum(1 for r in runs if not r.ok)
+    text = f"median {ms(median(lat))}, p95 {ms(percentile(lat, 95))} (n={len(lat)})"
+    if errors:
+        text += f"; {errors} errors: {next(r.error for r in runs if not r.ok)}"
+    return text, median(lat)
+
+
+def ws_first_chart(srv: Server, mk: SentenceMaker) -> tuple[float, Rerun]:
+    """The server's first visitor deep-links /heads: seconds from process start to chart."""
+
+    async def go() -> Rerun:
+        async with Session(srv.port, rerun_timeout_s=120) as s:
+            return await s.open_page("heads", mk.make(SHORT))
+
+    run = run_async(go())
+    if run.first_chart_s is None:
+        raise RuntimeError(f"no chart in the first run: {run.error or 'none drawn'}")
+    return run.sent_at + run.first_chart_s - srv.started_at, run
