@@ -1,4 +1,4 @@
-"""The load test drives a real `streamlit run app.py` with bench/load.py's client."""
+"""The load test drives a real `streamlit run app.py` with bench/wire.py's client."""
 
 from __future__ import annotations
 
