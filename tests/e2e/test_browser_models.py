@@ -6,8 +6,7 @@ import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import artifacts_dir
-from test_browser import (
+from browser_helpers import (
     FIRST_CHART_TIMEOUT_MS,
     RERUN_TIMEOUT_MS,
     assert_page_healthy,
@@ -19,6 +18,7 @@ from test_browser import (
     wait_for_tick_words,
     wait_until_idle,
 )
+from conftest import artifacts_dir
 
 from bench.server import Server
 from models.nets.tiny import save_tiny_model

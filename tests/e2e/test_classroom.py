@@ -10,7 +10,7 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from test_browser import (
+from browser_helpers import (
     ANY_CHART,
     HEADS_GRID_KEYS,
     assert_page_healthy,

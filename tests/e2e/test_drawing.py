@@ -14,8 +14,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import pytest
-
-from tests.e2e.test_browser import (
+from browser_helpers import (
     CHART,
     FIRST_CHART_TIMEOUT_MS,
     wait_until_drawn,

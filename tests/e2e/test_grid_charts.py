@@ -13,7 +13,7 @@ import re
 from urllib.parse import quote
 
 import pytest
-from test_browser import (
+from browser_helpers import (
     FIRST_CHART_TIMEOUT_MS,
     HEADS_GRID_KEYS,
     RERUN_TIMEOUT_MS,

@@ -14,7 +14,7 @@ import re
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
-from test_browser import (
+from browser_helpers import (
     ANY_CHART,
     HEADS_GRID_KEYS,
     RERUN_TIMEOUT_MS,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import numpy as np
 import pytest
 
@@ -90,3 +92,12 @@ def _float32_atol(reference, terms: int, ulps: float = 8.0) -> float:
 def float32_atol():
     """_float32_atol, for a test that compares two float32 computations of one result."""
     return _float32_atol
+
+
+def floats(b64: str) -> np.ndarray:
+    """A grid panel's values as sent: little-endian float32, base64."""
+    return np.frombuffer(base64.b64decode(b64), dtype="<f4")
+
+
+def cells(panel: dict) -> np.ndarray:
+    return floats(panel["z"]).reshape(panel["rows"], panel["cols"])

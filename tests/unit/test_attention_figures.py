@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import cells
 from PIL import Image
 from plotly.colors import sample_colorscale
 
@@ -103,14 +104,6 @@ def test_tiling_palette_indices_gives_the_indices_of_the_tiled_weights(make_patt
 
 
 # --- all_heads_grid ----------------------------------------------------------------------
-
-
-def floats(b64: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(b64), dtype="<f4")
-
-
-def cells(panel: dict) -> np.ndarray:
-    return floats(panel["z"]).reshape(panel["rows"], panel["cols"])
 
 
 def hover_of(n_layers: int, n_heads: int) -> list[list[str]]:

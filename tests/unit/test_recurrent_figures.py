@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_attention_figures import cells  # a grid panel's values as sent
+from conftest import cells  # a grid panel's values as sent
 
 from components.grid import palette_b64
 from components.palette import DIVERGING_COLORSCALE, GATE_COLORSCALE, MAGNITUDE_COLORSCALE
