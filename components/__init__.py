@@ -1,1 +1,4 @@
-"""Figure builders: numpy arrays and labels in, plotly figures out. No st.*, no torch."""
+"""The figure builders and the plain helpers they use: numpy arrays and labels in, figures
+out. No Streamlit, no torch, nothing of models/ (tests/unit/test_layering.py); the
+Streamlit side is components/ui/.
+"""
