@@ -36,7 +36,8 @@ from dataclasses import dataclass
 
 import torch
 
-from models.analysis.gradient_flow import synthetic_inputs, transformer_from_embeddings
+from models.analysis.gradient_flow import synthetic_inputs
+from models.analysis.transformer_backward import transformer_from_embeddings
 from models.nets.recurrent import Recurrent, RecurrentConfig, readout
 from models.nets.transformer import Transformer, TransformerConfig
 
