@@ -51,6 +51,7 @@ from models.nets.recurrent import (
     ACTIVATIONS,
     INITS,
     MAX_HIDDENS,
+    RADIUS_RANGE,
     Recurrent,
     readout,
     readout_array,
@@ -58,7 +59,7 @@ from models.nets.recurrent import (
 from models.text import Note
 
 # The lesson's public names, those of the parts beside this module included (pages,
-# components and tests read them as gf.<name>).
+# components and tests read them as gf.<name>). RADIUS_RANGE is models/nets/recurrent.py's.
 __all__ = [
     "ADDED_POSITIONS",
     "CLIP_THRESHOLDS",
@@ -94,7 +95,6 @@ __all__ = [
 MAX_T = 512
 HIDDEN_SIZES = (8, 16, 32, 64, 128, 256)
 CLIP_THRESHOLDS = (0.01, 0.1, 1.0, 10.0, 100.0)
-RADIUS_RANGE = (0.5, 1.5)
 FORGET_RANGE = (0.0, 5.0)
 SOURCES = ("sentence", "synthetic")
 
