@@ -371,8 +371,9 @@ def test_settings_are_kept_within_limits_with_a_note():
 
 
 def test_a_visitor_s_radius_has_one_source_inside_what_a_config_accepts():
-    """The slider (pages/recurrent.py reads gf.RADIUS_RANGE), a link's clamp and the
-    server's clamp are one range, the recurrent model's; its config accepts more."""
+    """The slider (components/ui/parts/recurrent/controls.py reads gf.RADIUS_RANGE), a
+    link's clamp and the server's clamp are one range, the recurrent model's; its config
+    accepts more."""
     assert gf.RADIUS_RANGE is recurrent.RADIUS_RANGE
     lo, hi = gf.RADIUS_RANGE
     assert 0 <= lo < 1 < hi <= recurrent.MAX_RADIUS
