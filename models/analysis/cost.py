@@ -5,7 +5,7 @@ multiply-adds grow as n², but all n positions are computed at once, by a fixed 
 matrix products whatever n is. An RNN keeps one hidden state: memory and work grow as n,
 but step t needs step t − 1, so it takes n steps one after another.
 
-The numbers are timed here: one attention layer of models/nets/transformer.py and one RNN
+The numbers are timed here: one attention layer of models/nets/attention.py and one RNN
 layer of models/nets/recurrent.py with the same width, on random inputs. Memory is what the
 attention layer's score and weight tensors (and the RNN's hidden states) actually occupy.
 """
@@ -17,8 +17,9 @@ import math
 import numpy as np
 import torch
 
+from models.nets.attention import attention
 from models.nets.recurrent import Recurrent, RecurrentConfig
-from models.nets.transformer import TransformerConfig, attention
+from models.nets.transformer import TransformerConfig
 from models.serving.timing import THREADS, best_times
 
 LENGTHS = tuple(2**i for i in range(4, 11))  # 16 … 1024

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from models.nets.attention import attention
 from models.nets.transformer import Transformer, TransformerConfig
 from models.serving.timing import best_times, single_thread
 
@@ -83,9 +84,9 @@ def _cached_final(
             keys, values = torch.cat((past_k, k), dim=1), torch.cat((past_v, v), dim=1)
             grown.append((keys, values))
             # The newest token may see every cached one: no mask is needed.
-            pattern = torch.softmax(q @ keys.transpose(-1, -2) / math.sqrt(q.shape[-1]), dim=-1)
+            _, _, z = attention(q, keys, values)
             # Σ_head z_head · W_O[head]: [head, 1, d_head] @ [head, d_head, d] summed over heads
-            x = x + (pattern @ values @ attn.W_O).sum(dim=0) + attn.b_O
+            x = x + (z @ attn.W_O).sum(dim=0) + attn.b_O
             x = x + block.mlp(block.ln2(x))
         return model.ln_final(x)[0], grown
 

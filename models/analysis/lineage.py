@@ -36,7 +36,9 @@ from dataclasses import dataclass
 
 import torch
 
-from models.analysis.gradient_flow import synthetic_inputs, transformer_from_embeddings
+from models.analysis.gradient_flow import synthetic_inputs
+from models.analysis.transformer_backward import transformer_from_embeddings
+from models.nets.attention import attention
 from models.nets.recurrent import Recurrent, RecurrentConfig, readout
 from models.nets.transformer import Transformer, TransformerConfig
 
@@ -73,8 +75,8 @@ def _rnn_attention_model(d: int, seed: int) -> Model:
 
     def run(X: torch.Tensor) -> torch.Tensor:
         H = rnn(X)
-        weights = torch.softmax(H @ H.T / math.sqrt(d), dim=-1)
-        return H + weights @ H
+        # The states are the queries, keys and values alike: softmax(H·Hᵀ/√d)·H.
+        return H + attention(H, H, H)[2]
 
     return run
 

@@ -13,6 +13,8 @@ import math
 import numpy as np
 import torch
 
+from models.nets.attention import attention_pattern
+
 D_KS = tuple(2**i for i in range(10))  # 1 … 512
 # Samples of q·k per d_k. The sample variance of q·k has a relative standard error of
 # √((κ − 1)/N), κ = 3 + 6/d_k its kurtosis (at most 9, at d_k = 1): 1.1 % here, so an
@@ -62,11 +64,13 @@ def softmax_sharpness(
     generator = torch.Generator().manual_seed(seed)
     out = {name: np.empty(len(d_ks)) for name in ("entropy", "entropy_scaled", "max", "max_scaled")}
     for i, d_k in enumerate(d_ks):
-        q = torch.randn(n_queries, 1, d_k, generator=generator)
-        k = torch.randn(n_queries, n_keys, d_k, generator=generator)
-        scores = (q * k).sum(dim=-1).to(torch.float64)
-        for suffix, divisor in (("", 1.0), ("_scaled", math.sqrt(d_k))):
-            weights = torch.softmax(scores / divisor, dim=-1)
+        # One query against its own n_keys keys: [n_queries, 1, d_k] against [n_queries,
+        # n_keys, d_k], in float64 (the draws are float32, each value exactly).
+        q = torch.randn(n_queries, 1, d_k, generator=generator).double()
+        k = torch.randn(n_queries, n_keys, d_k, generator=generator).double()
+        # The lessons' own attention: scale 1 leaves q·k as it is; None divides by √d_k.
+        for suffix, scale in (("", 1.0), ("_scaled", None)):
+            _, weights = attention_pattern(q, k, scale=scale)
             out[f"entropy{suffix}"][i] = float(_entropy(weights).mean())
             out[f"max{suffix}"][i] = float(weights.max(dim=-1).values.mean())
     out["d_k"] = np.asarray(d_ks, dtype=np.float64)

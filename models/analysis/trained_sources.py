@@ -14,7 +14,6 @@ model of another task reads its task's own held-out sequences).
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from models.nets.attention import attention_pattern
 from models.nets.task_models import SequenceModel
 from models.nets.transformer import Transformer
 from models.training.tasks import task_from_config
@@ -160,11 +160,8 @@ def positional_attention(core: Transformer) -> np.ndarray:
         attn = block.attn
         q = torch.einsum("pd,hde->hpe", x, attn.W_Q) + attn.b_Q[:, None]
         k = torch.einsum("pd,hde->hpe", x, attn.W_K) + attn.b_K[:, None]
-        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
-        if core.cfg.causal:
-            n = scores.shape[-1]
-            scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)
-        return scores.softmax(dim=-1).numpy().astype(np.float64)
+        _, pattern = attention_pattern(q, k, causal=core.cfg.causal)
+        return pattern.numpy().astype(np.float64)
 
 
 def weight_by_offset(pattern: np.ndarray) -> np.ndarray:

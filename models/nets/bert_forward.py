@@ -29,6 +29,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from models.nets.attention import attention
+
 WEIGHTS_FILE = "model.safetensors"
 
 
@@ -119,8 +121,9 @@ class WrittenOutBert:
 
     def _layer(self, at: str, h: torch.Tensor, factor: torch.Tensor | None):
         q, k, v = (self._heads(f"{at}attention.self.{part}", h) for part in _QKV)
-        pattern = torch.softmax(torch.matmul(q, k.transpose(2, 3)) * self.d_head**-0.5, dim=-1)
-        z = torch.matmul(pattern, v).transpose(1, 2)  # [batch, pos, head, d_head]
+        # transformers multiplies by d_head^−0.5 (not ÷√d_head): the same, bit for bit.
+        _, pattern, z = attention(q, k, v, scale=self.d_head**-0.5)
+        z = z.transpose(1, 2)  # [batch, pos, head, d_head]
         if factor is not None:
             z = z * factor[:, None, :, None].to(z.dtype)
         z = z.reshape(*h.shape[:2], -1)

@@ -32,6 +32,15 @@ CELLS = ("rnn", "lstm", "gru")
 ACTIVATIONS = ("tanh", "relu", "linear")
 INITS = ("random", "orthogonal", "identity")
 MAX_HIDDENS = 256
+# The largest singular value r of the hidden-to-hidden matrices, two bounds of two meanings:
+# - RADIUS_RANGE is what a visitor may set, the one source of it: the recurrent lesson's
+#   slider offers it, a link asking for more is clamped to it, and the server clamps the
+#   settings it receives to it (models/analysis/gradient_flow.py clean_settings) before any
+#   model is built from them. r = 1 sits in its middle: below, gradients fade; above, they grow.
+# - MAX_RADIUS is what a config accepts, wider on purpose: it refuses values that make no
+#   matrix worth building (NaN, negative, 1e9), while code outside the lesson builds radii the
+#   lesson does not offer (tests/unit/test_recurrent.py overflows a ReLU RNN at r = 4).
+RADIUS_RANGE = (0.5, 1.5)
 MAX_RADIUS = 4.0
 
 # Gate names per cell, in the order they are stacked for one matmul per step.

@@ -1,7 +1,8 @@
 """A small Transformer with its attention written out, for looking inside.
 
 One file, minGPT-style: a frozen config, explicit Q/K/V, scores, mask, softmax and
-weighted sum (no fused kernels, which never materialise the weights we draw). Blocks are
+weighted sum (no fused kernels, which never materialise the weights we draw); the
+attention itself is models/nets/attention.py's, which every model here shares. Blocks are
 pre-LayerNorm. `Transformer` is an encoder (`causal=False`, every token sees every token)
 or a decoder (`causal=True`); a decoder built with `cross_attention=True` also attends to
 an encoder's output, and `EncoderDecoder` pairs the two.
@@ -33,6 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from models.analysis import positional as pe
+from models.nets.attention import attention
 
 Cache = dict[str, np.ndarray]
 
@@ -73,45 +75,6 @@ def _sinusoids(n_pos: int, d_model: int) -> torch.Tensor:
     depend on the table's length, so shorter inputs read its first rows (callers add it,
     never write into it)."""
     return torch.from_numpy(pe.sinusoidal_table(n_pos, d_model)).float()
-
-
-def subsequent_mask(n_query: int, n_key: int) -> torch.Tensor:
-    """True where query i may see key j (j ≤ i), as in the Annotated Transformer."""
-    return torch.ones(n_query, n_key, dtype=torch.bool).tril()
-
-
-def attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    causal: bool = False,
-    bias: torch.Tensor | None = None,
-    mask: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """softmax(QKᵀ/√d_k + bias, masked)·V, written out. Shapes `[..., pos, d_k]`.
-
-    `mask` is boolean `[query_pos, key_pos]`, True where a query may see a key (PyTorch's
-    convention for boolean attention masks); it combines with `causal`. A query that may
-    see no key at all gets zero weights (softmax of an all −inf row would be NaN), as
-    PyTorch's fused attention gives.
-
-    Returns (scores, pattern, z): scores after scale, bias and mask (−inf where masked).
-    """
-    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
-    if bias is not None:
-        scores = scores + bias
-    allowed = mask.to(q.device) if mask is not None else None
-    if causal:
-        tril = subsequent_mask(q.shape[-2], k.shape[-2]).to(q.device)
-        allowed = tril if allowed is None else allowed & tril
-    if allowed is not None:
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    pattern = torch.softmax(scores, dim=-1)
-    if allowed is not None:
-        sees_nothing = ~allowed.any(dim=-1, keepdim=True)
-        if bool(sees_nothing.any()):
-            pattern = pattern.masked_fill(sees_nothing, 0.0)
-    return scores, pattern, pattern @ v
 
 
 def _normal(generator: torch.Generator, std: float, *shape: int) -> nn.Parameter:

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from models.analysis import gradient_flow as gf
+from models.nets import recurrent
 from models.nets.recurrent import GATES, Recurrent, RecurrentConfig, readout
 from models.nets.transformer import Transformer, TransformerConfig
 
@@ -367,6 +368,21 @@ def test_settings_are_kept_within_limits_with_a_note():
     )
     assert garbage == gf.FlowSettings() and not notes
     assert gf.loss_step(10, 3) == 6 and gf.loss_step(10, 50) == 0
+
+
+def test_a_visitor_s_radius_has_one_source_inside_what_a_config_accepts():
+    """The slider (components/ui/parts/recurrent/controls.py reads gf.RADIUS_RANGE), a
+    link's clamp and the server's clamp are one range, the recurrent model's; its config
+    accepts more."""
+    assert gf.RADIUS_RANGE is recurrent.RADIUS_RANGE
+    lo, hi = gf.RADIUS_RANGE
+    assert 0 <= lo < 1 < hi <= recurrent.MAX_RADIUS
+    for asked, kept in ((0.0, lo), (lo, lo), (1.0, 1.0), (hi, hi), (recurrent.MAX_RADIUS, hi)):
+        assert gf.clean_settings(radius=asked)[0].radius == kept
+    for radius in (lo, hi, recurrent.MAX_RADIUS):
+        assert RecurrentConfig(radius=radius).radius == radius
+    with pytest.raises(ValueError):
+        RecurrentConfig(radius=recurrent.MAX_RADIUS * 1.01)
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import models.nets.attention as attention_module
 import models.nets.transformer as transformer_module
 from models.nets.transformer import (
     EncoderDecoder,
@@ -172,7 +173,7 @@ def test_bad_inputs_are_refused():
 
 
 def test_the_visualised_path_uses_no_fused_attention_and_no_pickle():
-    source = inspect.getsource(transformer_module)
+    source = inspect.getsource(transformer_module) + inspect.getsource(attention_module)
     for forbidden in (
         "scaled_dot_product_attention",
         "MultiheadAttention",
