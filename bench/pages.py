@@ -13,9 +13,10 @@ from bench.sentences import SentenceMaker
 from bench.server import Server
 from bench.wire import Session, run_async
 
-# Pages whose first view shows trained weights on their task's own sequence: the link that
-# opens their view of the visitor's sentence (the one the checks read).
-SENTENCE_VIEWS = {"recurrent": {"rc_weights": "constructed"}}
+# Pages whose first view does not read the visitor's sentence (trained weights on their task's
+# own sequence; the training lab's accuracy against lag): the link that opens their view of
+# the visitor's sentence (the one the checks read).
+SENTENCE_VIEWS = {"recurrent": {"rc_weights": "constructed"}, "training": {"tr_part": "yours"}}
 
 
 def pages() -> list[tuple[str, str]]:

@@ -16,8 +16,8 @@ COLUMNS = ("depth", "seconds", "reach", "sees_later", "memory")
 # with the link parameters (the lesson's own control keys) that open the part about it.
 LESSON_FOR: dict[str, tuple[tuple[str, Mapping[str, str]], ...]] = {
     # The n-gram baseline sits beside the language models of the training lab's
-    # language-modelling task; the link chooses that task.
-    "ngram": (("training", {"tr_task": "lm"}),),
+    # language-modelling task; the link chooses that task and opens the baseline's tab.
+    "ngram": (("training", {"tr_task": "lm", "tr_part": "ngram"}),),
     "rnn": (("recurrent", {}),),
     "lstm": (("recurrent", {}),),
     "rnn_attention": (("heads", {}),),

@@ -1,8 +1,9 @@
 """Lesson: train RNN, LSTM, GRU and Transformer side by side, and what training measured.
 
-The parts (components/ui/parts/training/) are drawn one after another, the run first: its
-panel asks about an unfinished run every second, which is what keeps the run going, so it
-is on the page whatever else the visitor reads.
+The run (components/ui/parts/training/run.py, progress.py, mine.py) is drawn on every run of
+the page, above the tabs: its panel asks about an unfinished run every second, which is what
+keeps the run going, so it is on the page whatever tab the visitor reads. What training
+measured (lag.py, targets.py, ngram.py, heads.py, yours.py) is in tabs, one drawn at a time.
 """
 
 import secrets
@@ -11,6 +12,7 @@ import streamlit as st
 
 from components.i18n import t
 from components.ui.frame import enter_lesson
+from components.ui.linked import linked_tabs
 from components.ui.parts.training import heads, lag, mine, ngram, run, targets, yours
 from components.ui.runs.shared import load_job_manager, load_visitor_store
 from components.ui.sentence import sentence_or_stop
@@ -19,6 +21,11 @@ from components.ui.visitor_links import visitor_id
 from models.training import jobs
 
 enter_lesson()
+
+
+def part_label(part: str) -> str:
+    return t(f"training.part.{part}")
+
 
 st.header(t("training.title"))
 st.caption(t("training.intro", running=jobs.MAX_RUNNING))
@@ -33,11 +40,23 @@ store = load_visitor_store()
 me = visitor_id()
 session = st.session_state.setdefault(SESSION_KEY, secrets.token_hex(16))
 
-# The parts ------------------------------------------------------------------------------------
+# The run's parts, on every run of the page ----------------------------------------------------
 run.draw(choice, manager, session, me)  # start, stop, progress and curves
 mine.draw(store, me)  # the visitor's models
-lag.draw()  # measured: accuracy against lag on the copy task
-targets.draw()
-ngram.draw()  # the n-gram baseline
-heads.draw()  # inside the trained induction Transformer
-yours.draw(sentence.text)  # your sentence through the trained language models
+
+# What training measured, one tab at a time: only the open one is drawn. Every control of
+# the page is the run's, above the tabs, so no control opens a tab (no `opened_by`); a link
+# opens one by its name (`?tr_part=heads`), as the home page's n-gram row opens `ngram`.
+PARTS = ("lag", "ngram", "heads", "yours")
+st.caption(t("training.parts_hint"))
+part, tab = linked_tabs(st, PARTS, "lag", key="tr_part", format_func=part_label)
+with tab:
+    if part == "lag":
+        lag.draw()  # accuracy against lag on the copy task
+        targets.draw()  # the targets every shipped model is tested against, folded away
+    elif part == "ngram":
+        ngram.draw()  # the n-gram baseline
+    elif part == "heads":
+        heads.draw()  # inside the trained induction Transformer
+    else:
+        yours.draw(sentence.text)  # your sentence through the trained language models

@@ -74,8 +74,9 @@ def rendered_markup(at) -> str:
 
 
 # The view of a lesson that reads the visitor's sentence, where its first view reads a
-# task's own sequence instead (the recurrent lesson opens on models trained to copy).
-SENTENCE_VIEWS = {"recurrent": {"rc_weights": "constructed"}}
+# task's own sequence instead (the recurrent lesson opens on models trained to copy), or
+# no sentence at all (the training lab opens on accuracy against lag).
+SENTENCE_VIEWS = {"recurrent": {"rc_weights": "constructed"}, "training": {"tr_part": "yours"}}
 
 
 @pytest.mark.parametrize(("name", "text", "told"), BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])

@@ -65,13 +65,14 @@ def test_the_real_table_matches_the_measurements_and_links_each_row_to_its_lesso
 
 
 def test_the_ngram_row_opens_the_training_lab_on_the_language_modelling_task():
-    """The n-gram baseline is shown beside the language models it is measured against."""
+    """The n-gram baseline is shown beside the language models it is measured against: the
+    link chooses their task and opens the baseline's tab."""
     at = open_home()
     label = strings("en")["home.row.ngram"]
     (link,) = [el.proto for el in at.get("page_link") if el.proto.label == label]
     assert link.page.strip("/") == "training"
     query = {key: values[-1] for key, values in parse_qs(link.query_string).items()}
-    assert query == {"tr_task": "lm"}
+    assert query == {"tr_task": "lm", "tr_part": "ngram"}
     # The link's parameters, opened as a visitor's click opens them, choose that task.
     lab = open_lesson("training", **query)
     assert not lab.exception, [e.value for e in lab.exception]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import APP_TIMEOUT, ROOT, chart_specs, grid_specs, open_lesson
+from conftest import APP_TIMEOUT, OTHER_TABS, ROOT, chart_specs, grid_specs, open_lesson
 from streamlit.testing.v1 import AppTest
 
 from components.i18n import current_language, strings, using_language
@@ -112,10 +112,21 @@ def as_drawn(at: AppTest):
 # --- every page in Chinese -----------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=PAGES)
+# Each page on its first view, and the training lab's other tabs: it drew them all on one
+# load before its measured results were tabs.
+VIEWS = [(page, {}) for page in PAGES] + [("training", view) for view in OTHER_TABS["training"]]
+
+
+def view_id(view: tuple[str, dict]) -> str:
+    page, query = view
+    return "-".join([page, *query.values()])
+
+
+@pytest.fixture(scope="module", params=VIEWS, ids=view_id)
 def zh_page(request) -> tuple[str, AppTest]:
-    """Each page opened once from a ?lang=zh link, shared by the checks below."""
-    return request.param, open_page(request.param, SENTENCE, lang="zh")
+    """Each page (or view) opened once from a ?lang=zh link, shared by the checks below."""
+    page, query = request.param
+    return page, open_page(page, SENTENCE, lang="zh", **query)
 
 
 def test_page_opens_in_chinese_without_error(zh_page):

@@ -1,4 +1,5 @@
-"""The training lab in the app: a very short run, live curves, stop, the measured tables."""
+"""The training lab in the app: a very short run, live curves, stop, the measured tables in
+their tabs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import chart, messages, open_lesson, plotly_array
+from conftest import chart, chart_keys, messages, open_lesson, plotly_array
 
 from components.i18n import t
 from components.ui.runs.shared import load_job_manager, load_visitor_store
@@ -90,13 +91,20 @@ def test_the_accuracy_by_lag_chart_shows_the_shipped_table():
         trace = next(tr for tr in figure["data"] if tr["name"] == names[kind])
         assert list(plotly_array(trace["x"])) == table["lags"]
         np.testing.assert_allclose(plotly_array(trace["y"]), [row[str(g)] for g in table["lags"]])
-    for key in ("tr_ngram_unseen", "tr_perplexity", "tr_heads", "tr_yours"):
-        assert chart(at, key)["data"]
+    # The other measured results, each in its own tab, opened by its link.
+    for part, keys in (
+        ("ngram", ("tr_ngram_unseen", "tr_perplexity")),
+        ("heads", ("tr_heads",)),
+        ("yours", ("tr_yours",)),
+    ):
+        opened = open_lesson("training", tr_part=part)
+        for key in keys:
+            assert chart(opened, key)["data"]
 
 
 def test_the_baseline_and_lag_captions_quote_the_shipped_tables():
-    at = open_lesson("training")
-    captions = " ".join(el.value for el in at.caption)
+    shown = [open_lesson("training"), open_lesson("training", tr_part="ngram")]
+    captions = " ".join(el.value for at in shown for el in at.caption)
     lags = json.loads((CHECKPOINT_DIR / COPY_LAG_FILE).read_text())["accuracy"]
     assert (
         f"At lag 20 the plain RNN scores {lags['rnn']['20']:.0%}, "
@@ -135,7 +143,7 @@ def test_the_induction_heads_are_named_with_the_scores_measured_from_the_shipped
         best["induction"],
         best["previous_token"],
     )
-    at = open_lesson("training")
+    at = open_lesson("training", tr_part="heads")
     captions = " ".join(el.value for el in at.caption)
     assert f"layer {p_layer} head {p_head} puts {p_score:.2f} of its attention" in captions
     assert f"layer {i_layer} head {i_head} puts {i_score:.2f} on the token after" in captions
@@ -144,6 +152,32 @@ def test_the_induction_heads_are_named_with_the_scores_measured_from_the_shipped
     figure = chart(at, "tr_heads")
     for trace, name in zip(figure["data"], ("induction", "previous_token"), strict=True):
         np.testing.assert_allclose(plotly_array(trace["z"]), scores[name], atol=1e-6)
+
+
+@pytest.mark.parametrize("named", ["heads", "Induction heads", "归纳头"])
+def test_a_link_opens_the_induction_heads_tab_under_the_run(named):
+    """By the tab's name or its label in either language; the run stays drawn above it."""
+    at = open_lesson("training", tr_part=named)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["tr_part"] == "Induction heads"
+    assert chart(at, "tr_heads")["data"]
+    assert not chart_keys(at) & {"tr_lag_accuracy", "tr_ngram_unseen", "tr_perplexity", "tr_yours"}
+    # The run's controls, start button and panel: drawn whatever tab is open.
+    assert at.selectbox(key="tr_task").value == "copy"
+    assert at.button(key="tr_start")
+    assert t("training.idle", "en") in [el.value for el in at.info]
+    assert t("training.mine.title", "en") in [el.value for el in at.subheader]
+
+
+def test_a_link_that_sets_only_the_runs_controls_opens_the_first_tab_on_them():
+    """Every control of the page is the run's, above the tabs: a link made before the tabs
+    (`?tr_task=lm`, typed by a teacher) sets the run and opens the first tab."""
+    at = open_lesson("training", tr_task="lm", tr_steps="50")
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["tr_task"] == "lm" and at.session_state["tr_steps"] == 50
+    assert at.session_state["tr_part"] == "Copying across a lag"
+    assert chart(at, "tr_lag_accuracy")["data"]
+    assert not chart_keys(at) & {"tr_ngram_unseen", "tr_perplexity", "tr_heads", "tr_yours"}
 
 
 def test_a_nearly_full_disk_is_named_in_the_visitor_s_language(monkeypatch):

@@ -53,6 +53,16 @@ KEYS_BY_LESSON = {
     ),
     "training": ("tr_lag_accuracy", "tr_ngram_unseen", "tr_perplexity", "tr_heads", "tr_yours"),
 }
+# A lesson whose charts sit in several parts (one tab open at a time): each part, opened by
+# its link, and the charts it draws.
+PARTS_BY_LESSON = {
+    "training": {
+        "tr_part=lag": ("tr_lag_accuracy",),
+        "tr_part=ngram": ("tr_ngram_unseen", "tr_perplexity"),
+        "tr_part=heads": ("tr_heads",),
+        "tr_part=yours": ("tr_yours",),
+    },
+}
 
 # Once the app is idle and every chart of `keys` drawn: for each chart, how many tick
 # labels it has and those drawn outside the chart's own box. One evaluation reads them
@@ -95,12 +105,16 @@ CASES = [
 
 @pytest.mark.parametrize(("lesson", "query"), CASES)
 def test_every_chart_label_is_drawn_inside_its_chart(page, app_server, lesson, query):
-    page.goto(f"{app_server}/{lesson}?sentence={quote(SENTENCE)}{query}")
-    wait_until_drawn(page)
-    charts = page.wait_for_function(
-        _DRAWN, arg=[CHART, list(KEYS_BY_LESSON[lesson])], timeout=FIRST_CHART_TIMEOUT_MS
-    ).json_value()
-    # Tick labels were read at all (a selector that matched nothing would pass).
-    assert sum(chart["ticks"] for chart in charts.values()) > 0, charts
-    for key, chart in charts.items():
-        assert chart["outside"] == [], (key, chart)
+    parts = PARTS_BY_LESSON.get(lesson, {"": KEYS_BY_LESSON[lesson]})
+    assert set().union(*parts.values()) == set(KEYS_BY_LESSON[lesson])
+    for part, keys in parts.items():
+        link = f"&{part}" if part else ""
+        page.goto(f"{app_server}/{lesson}?sentence={quote(SENTENCE)}{query}{link}")
+        wait_until_drawn(page)
+        charts = page.wait_for_function(
+            _DRAWN, arg=[CHART, list(keys)], timeout=FIRST_CHART_TIMEOUT_MS
+        ).json_value()
+        # Tick labels were read at all (a selector that matched nothing would pass).
+        assert sum(chart["ticks"] for chart in charts.values()) > 0, (part, charts)
+        for key, chart in charts.items():
+            assert chart["outside"] == [], (part, key, chart)

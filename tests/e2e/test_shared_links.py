@@ -298,7 +298,7 @@ def test_in_presenter_mode_hovering_a_line_chart_names_the_point_under_the_point
     projector, app_server
 ):
     page = projector
-    open_presenting(page, app_server, "training")
+    open_presenting(page, app_server, "training", tr_part="lag")
     page.locator(".st-key-tr_lag_accuracy").scroll_into_view_if_needed()
     traces = page.evaluate(
         """() => document.querySelector('.st-key-tr_lag_accuracy .js-plotly-plot')._fullData
