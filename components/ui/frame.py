@@ -24,7 +24,6 @@ from components.ui.class_password import password_passed
 from components.ui.client import client_address
 from components.ui.inputs import parse_choice
 from components.ui.pass_ahead import ask_pass_ahead, keep_pass_ahead_for
-from components.ui.script_events import batch_script_events
 from components.ui.sentence import SENTENCE_KEY, sentence_box, show_notes
 from components.ui.training_status import show_run_in_sidebar
 from models.serving.fair_slots import Run, SessionRuns, Superseded
@@ -36,7 +35,6 @@ _run = threading.local()
 # time, and its older run, still inside torch, sees it has been superseded.
 _RUNS_KEY = "_runs"
 _runs_made = threading.Lock()
-batch_script_events()
 
 
 def inside_frame() -> bool:

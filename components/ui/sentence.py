@@ -7,6 +7,10 @@ import threading
 import time
 from pathlib import Path
 
+# Streamlit reads the box's pause (live="60ms") with pandas.Timedelta, importing pandas
+# then. Imported here instead, with this module, so that two visitors' first runs never
+# import it at once from two threads (models/serving/runtime.py, first_runs_in_turn).
+import pandas  # noqa: F401
 import streamlit as st
 
 from components.i18n import t
@@ -14,11 +18,7 @@ from components.ui.inputs import (
     ACTIVE_WINDOW_S,
     sentence_pause_ms,
 )
-from components.ui.live_pause import read_pauses_without_pandas
 from models.text import READ_CHARS, Note, PreparedText, prepare_sentence
-
-# Before any sentence box is drawn: its pause is read without pandas (components/ui/live_pause.py).
-read_pauses_without_pandas()
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired"
