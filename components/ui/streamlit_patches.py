@@ -1,7 +1,7 @@
 """Every use SeqLens makes of Streamlit's private internals, in this one module.
 
 Streamlit's internals are not covered by its versioning and have moved in minor releases;
-the pin to one release is what holds these two together. tests/unit/test_streamlit_layers.py
+the pin to one release is what holds these two together. tests/unit/test_streamlit_patches.py
 fails when any other module of the app imports `streamlit.runtime`, `streamlit.elements` or
 `streamlit.web`, or calls `get_script_run_ctx`.
 
