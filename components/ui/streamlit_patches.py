@@ -23,21 +23,23 @@ What each one buys:
   tests/e2e/test_shared_links.py::test_a_link_naming_choices_by_value_keeps_them_in_the_address_bar
   fails without it. Off: the control still shows the linked value; the address bar
   drops that parameter until the visitor changes the control.
-- `started_as_a_legacy_page`: saves registering the menu twice in every run. Until some
-  session on a server has called st.navigation, Streamlit runs a deep link's lesson file
-  alone (pages/ is a legacy page folder; components/ui/frame.py), and the frame must
-  register its menu before it draws anything, or the link's settings are lost at the first
-  change (tests/e2e/test_shared_links.py::
-  test_a_deep_link_as_the_first_visit_keeps_presenter_language_and_settings). Streamlit's
-  public API does not say whether a run is such a legacy run, so off, the frame takes every
-  run for one: the menu is registered first in every run, which is what such a run does and
-  what makes it correct; the cost is one more st.navigation call (the page list and one
-  message) a run, not measured apart.
+- `started_as_a_legacy_page`: needed for a steady menu. Until some session on a server has
+  called st.navigation, Streamlit runs a deep link's lesson file alone (pages/ is a legacy
+  page folder; components/ui/frame.py), and the frame must register its menu before it
+  draws anything, or the link's settings are lost at the first change (tests/e2e/
+  test_shared_links.py::test_a_deep_link_as_the_first_visit_keeps_presenter_language_and_settings).
+  Streamlit's public API does not say whether a run is such a legacy run, so off, the
+  frame takes every run for one and registers the menu first in every run, hidden, then
+  again where it belongs: correct, but the sidebar's menu vanishes for a moment during
+  reruns (1–5 times in four typed words on the attention page; never with the switch on).
+  tests/e2e/test_steady_menu.py fails without it. Its cost in time, one more
+  st.navigation call a run, is not measured apart.
 
-Removed after measuring, with what they bought: the sentence box's pause read without
-pandas (inside a cold start's noise); the batching of a session's script events for the
-event loop (4–8 ms of server work a rerun, the 40-visitor p95 within noise): neither
-reached 10 % of keystroke → chart or of the 40-visitor p95.
+Removed, with what they were measured to buy when they were added: the sentence box's
+pause read without pandas (inside a cold start's noise); the batching of a session's
+script events for the event loop (4–8 ms of server work a rerun, about 200 ms from
+keystroke to chart; the 40-visitor p95 within noise): neither near 10 % of keystroke →
+chart or of the 40-visitor p95.
 """
 
 from __future__ import annotations
