@@ -24,8 +24,8 @@ from components.ui.class_password import password_passed
 from components.ui.client import client_address
 from components.ui.inputs import parse_choice
 from components.ui.pass_ahead import ask_pass_ahead, keep_pass_ahead_for
-from components.ui.script_events import batch_script_events
 from components.ui.sentence import SENTENCE_KEY, sentence_box, show_notes
+from components.ui.streamlit_patches import started_as_a_legacy_page
 from components.ui.training_status import show_run_in_sidebar
 from models.serving.fair_slots import Run, SessionRuns, Superseded
 from models.serving.runtime import first_runs_in_turn, runs_in_turn, settle_heap_once
@@ -36,7 +36,6 @@ _run = threading.local()
 # time, and its older run, still inside torch, sees it has been superseded.
 _RUNS_KEY = "_runs"
 _runs_made = threading.Lock()
-batch_script_events()
 
 
 def inside_frame() -> bool:
@@ -189,15 +188,6 @@ def _menu() -> list:
     ]
 
 
-def _started_as_a_legacy_page() -> bool:
-    """Whether Streamlit runs this script as one page of a legacy pages/ folder, as it
-    does until some session on this server has called st.navigation (see the module's
-    docstring): app.py then runs as that folder's main page, a lesson file on its own."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    return bool(PagesManager.uses_pages_directory)
-
-
 def _become_the_app() -> None:
     """In a legacy page's run, make the controls drawn next the app's own.
 
@@ -224,7 +214,9 @@ def begin_run() -> Run:
 def run_app() -> None:
     this_run = begin_run()
     ask_pass_ahead()
-    if _started_as_a_legacy_page():
+    # A legacy page's run: app.py as that folder's main page, or a lesson file on its own
+    # (see the module's docstring; components/ui/streamlit_patches.py says how it is known).
+    if started_as_a_legacy_page():
         _become_the_app()
     st.set_page_config(page_title="SeqLens", page_icon="🔭", layout="wide")
     st.html(LAYOUT_CSS)

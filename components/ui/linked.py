@@ -14,6 +14,7 @@ from components.ui.inputs import (
     parse_number,
 )
 from components.ui.sentence import show_notes
+from components.ui.streamlit_patches import correct_bound_link
 
 # --- controls kept in the link --------------------------------------------------------
 # Every control is bound to the URL (Streamlit keeps the address bar in step). A link
@@ -49,17 +50,13 @@ def _relink(key: str, raws: list[str] | None, labels: list[str], value_type: str
     else (a link naming the value, `?mask_kind=padding`, or a label of the other
     language) Streamlit drops the parameter from the address bar, although the control
     shows the value the link asked for (set by _check_link). A link copied from there
-    would lose that setting. Streamlit offers no public way to write a bound parameter,
-    so its own correction step is called (tests/e2e/test_shared_links.py fails if the
-    pinned Streamlit changes it).
+    would lose that setting. Streamlit offers no public way to write a bound parameter
+    (components/ui/streamlit_patches.py; with its switch off the parameter stays dropped).
     """
     if raws is None or raws == labels or not labels:
         return
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-
     written = labels[0] if value_type == "string_value" else labels
-    with get_script_run_ctx().session_state.query_params() as params:
-        params.set_corrected_value(key, written, value_type)
+    correct_bound_link(key, written, value_type)
 
 
 def _show_link_note(key: str, value) -> None:

@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from pathlib import Path
 
+# Streamlit reads the box's pause (live="60ms") with pandas.Timedelta, importing pandas
+# then. Imported here instead, with this module, so that two visitors' first runs never
+# import it at once from two threads (models/serving/runtime.py, first_runs_in_turn).
+import pandas  # noqa: F401
 import streamlit as st
 
 from components.i18n import t
@@ -14,11 +19,7 @@ from components.ui.inputs import (
     ACTIVE_WINDOW_S,
     sentence_pause_ms,
 )
-from components.ui.live_pause import read_pauses_without_pandas
 from models.text import READ_CHARS, Note, PreparedText, prepare_sentence
-
-# Before any sentence box is drawn: its pause is read without pandas (components/ui/live_pause.py).
-read_pauses_without_pandas()
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired"
@@ -38,20 +39,24 @@ def _apply_preset() -> None:
     st.session_state["preset"] = None
 
 
-# When each visitor's page last ran (session id → time.monotonic()): how busy the server is.
+# When each visitor's page last ran (session's id → time.monotonic()): how busy the server is.
 _LAST_RUN: dict[str, float] = {}
 _LAST_RUN_LOCK = threading.Lock()
+# The session's own id, made at its first run.
+_SESSION_ID_KEY = "_session_id"
+
+
+def session_id() -> str:
+    """An id of this visitor's session, the same in every run of it."""
+    return st.session_state.setdefault(_SESSION_ID_KEY, uuid.uuid4().hex)
 
 
 def visitors_answered(now: float | None = None) -> int:
     """Visitors whose page ran in the last ACTIVE_WINDOW_S seconds, this one included."""
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-
     now = time.monotonic() if now is None else now
-    ctx = get_script_run_ctx()
+    this_session = session_id()
     with _LAST_RUN_LOCK:
-        if ctx is not None:
-            _LAST_RUN[ctx.session_id] = now
+        _LAST_RUN[this_session] = now
         for session, at in list(_LAST_RUN.items()):
             if now - at > ACTIVE_WINDOW_S:
                 del _LAST_RUN[session]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from streamlit.runtime.scriptrunner_utils import script_run_context
 
 from components.ui import sentence
 from components.ui.inputs import BUSY_PAUSE_MS, sentence_pause_ms
@@ -22,7 +21,7 @@ def test_the_pause_grows_with_the_visitors_being_answered(visitors, pause):
 def test_visitors_are_counted_once_each_and_forgotten_after_the_window(monkeypatch):
     monkeypatch.setattr(sentence, "_LAST_RUN", {})
     session = SimpleNamespace(session_id="a")
-    monkeypatch.setattr(script_run_context, "get_script_run_ctx", lambda: session)
+    monkeypatch.setattr(sentence, "session_id", lambda: session.session_id)
     assert sentence.visitors_answered(now=100.0) == 1
     assert sentence.visitors_answered(now=101.0) == 1  # the same visitor again
     session.session_id = "b"
@@ -31,3 +30,14 @@ def test_visitors_are_counted_once_each_and_forgotten_after_the_window(monkeypat
     later = 101.0 + sentence.ACTIVE_WINDOW_S + 1
     assert sentence.visitors_answered(now=later) == 1
     assert set(sentence._LAST_RUN) == {"b"}
+
+
+def test_a_session_keeps_its_id_across_runs_and_two_sessions_differ(monkeypatch):
+    first, second = {}, {}
+    monkeypatch.setattr(sentence.st, "session_state", first)
+    kept = sentence.session_id()
+    assert sentence.session_id() == kept
+    monkeypatch.setattr(sentence.st, "session_state", second)
+    assert sentence.session_id() != kept
+    monkeypatch.setattr(sentence.st, "session_state", first)
+    assert sentence.session_id() == kept
