@@ -4,6 +4,7 @@ import streamlit as st
 
 from components.i18n import t
 from components.ui.frame import enter_lesson
+from components.ui.linked import linked_tabs
 from components.ui.parts.recurrent import (
     clipping,
     controls,
@@ -13,12 +14,17 @@ from components.ui.parts.recurrent import (
     theory,
     units,
 )
-from components.ui.parts.recurrent.flow import Flow, show_breaks
+from components.ui.parts.recurrent.flow import NETWORK_KEY, Flow, show_breaks
 from components.ui.runs import recurrent as runs
 from components.ui.runs.shared import load_transformer
 from components.ui.sentence import sentence_or_stop
 
 enter_lesson()
+
+
+def part_label(part: str) -> str:
+    return t(f"recurrent.part.{part}")
+
 
 st.header(t("recurrent.title"))
 st.caption(t("recurrent.intro", d_model=load_transformer().cfg.d_model))
@@ -46,9 +52,28 @@ result = runs.flows(
 flow = Flow(controls=chosen, reading=read, result=result, spectra_on=spectra_on)
 show_breaks(flow)
 
-# The parts, one after another: each builds on the one before it.
-distance.draw(flow)
-theory.draw(flow)
-focus = clipping.draw(flow)  # the network the clipping and unit views look at
-units.draw(flow, focus)
-gates.draw(flow)
+# The parts, one tab each, in the order each builds on the one before it: only the open
+# one is drawn, from the one run above.
+PARTS = ("distance", "theory", "clipping", "units", "gates")
+st.caption(t("recurrent.parts_hint"))
+part, tab = linked_tabs(
+    st,
+    PARTS,
+    "distance",
+    key="rc_part",
+    format_func=part_label,
+    # A link that sets a part's control (as links made before the tabs did) opens its tab.
+    # The unit part draws the same network control: such a link opens the first of the two.
+    opened_by={"clipping": (NETWORK_KEY,)},
+)
+with tab:
+    if part == "distance":
+        distance.draw(flow)
+    elif part == "theory":
+        theory.draw(flow)
+    elif part == "clipping":
+        clipping.draw(flow)
+    elif part == "units":
+        units.draw(flow)
+    else:
+        gates.draw(flow)

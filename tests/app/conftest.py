@@ -65,6 +65,7 @@ OTHER_TABS = {
     "heads": [{"ablate": "L3 H1"}, {"view": "rollout"}],
     "masks": [{"mask_part": part} for part in ("scale", "kv", "cost")],
     "positional": [{"pe_view": view} for view in ("sinusoidal", "rope", "trained")],
+    "recurrent": [{"rc_part": part} for part in ("theory", "clipping", "units", "gates")],
 }
 
 

@@ -11,16 +11,15 @@ from models.nets.recurrent import Recurrent, RecurrentConfig
 from models.nets.tokenizer import MAX_TOKENS, Tokenizer
 from models.nets.transformer import Transformer, TransformerConfig
 
-CHARTS = {
-    "rc_distance",
-    "rc_theory",
-    "rc_jacobian",
-    "rc_clip_bars",
-    "rc_clip_lines",
-    "rc_units",
-    "rc_gates_lstm",
-    "rc_gates_gru",
+# The lesson's parts, one tab each (only the open one is drawn), and the charts of each.
+PART_CHARTS = {
+    "distance": {"rc_distance"},
+    "theory": {"rc_theory", "rc_jacobian"},
+    "clipping": {"rc_clip_bars", "rc_clip_lines"},
+    "units": {"rc_units"},
+    "gates": {"rc_gates_lstm", "rc_gates_gru"},
 }
+CHARTS = set().union(*PART_CHARTS.values())
 
 
 def _no_failure(at) -> None:
@@ -29,6 +28,15 @@ def _no_failure(at) -> None:
 
 
 _array = plotly_array
+
+
+def _open_parts(sentence: str | None = None, **query) -> dict:
+    """The lesson opened on each of its parts, by a link naming it."""
+    return {part: open_lesson("recurrent", sentence, rc_part=part, **query) for part in PART_CHARTS}
+
+
+def _keys_of(opened: dict) -> set[str]:
+    return set().union(*(chart_keys(at) for at in opened.values()))
 
 
 def _all_finite(node) -> bool:
@@ -45,16 +53,18 @@ def _all_finite(node) -> bool:
 
 
 def test_sentence_draws_every_view_with_token_labels():
-    at = open_lesson("recurrent", "我爱你 and the cat sat", rc_weights="constructed")
-    _no_failure(at)
+    opened = _open_parts("我爱你 and the cat sat", rc_weights="constructed")
+    for at in opened.values():
+        _no_failure(at)
+        assert all(_all_finite(spec) for spec in every_chart(at))
+        assert "我 · 爱 · 你 · and · the · cat · sat" in texts(at)
+        assert not any("overflowed" in m for m in messages(at))
     # The spectra of the visitor's own sentence wait for a click (next test).
-    assert chart_keys(at) >= CHARTS - {"rc_jacobian"}
-    assert all(_all_finite(spec) for spec in every_chart(at))
-    assert "我 · 爱 · 你 · and · the · cat · sat" in texts(at)
-    assert chart(at, "rc_units")["panels"][0]["columns"][:3] == ["0:我", "1:爱", "2:你"]
-    names = [trace["name"] for trace in chart(at, "rc_distance")["data"]]
+    assert _keys_of(opened) >= CHARTS - {"rc_jacobian"}
+    units = chart(opened["units"], "rc_units")
+    assert units["panels"][0]["columns"][:3] == ["0:我", "1:爱", "2:你"]
+    names = [trace["name"] for trace in chart(opened["distance"], "rc_distance")["data"]]
     assert names == ["RNN", "LSTM", "GRU", "Transformer"]
-    assert not any("overflowed" in m for m in messages(at))
 
 
 def _spectra_of(sentence: str) -> dict[str, np.ndarray]:
@@ -72,7 +82,9 @@ def _spectra_of(sentence: str) -> dict[str, np.ndarray]:
 
 
 def test_spectra_of_your_sentence_come_on_request_then_follow_typing():
-    at = open_lesson("recurrent", "the cat sat on the mat", rc_weights="constructed")
+    at = open_lesson(
+        "recurrent", "the cat sat on the mat", rc_weights="constructed", rc_part="theory"
+    )
     _no_failure(at)
     assert "rc_jacobian" not in chart_keys(at)
     button = at.button(key="rc_spectra_go")
@@ -106,10 +118,12 @@ def test_extreme_settings_draw_the_charts_and_name_the_overflow_step():
         rc_init="identity",
         rc_hidden="32",
     )
-    at = open_lesson("recurrent", **query)
-    _no_failure(at)
-    assert chart_keys(at) >= CHARTS
-    assert all(_all_finite(spec) for spec in every_chart(at))
+    opened = _open_parts(**query)
+    for at in opened.values():
+        _no_failure(at)
+        assert all(_all_finite(spec) for spec in every_chart(at))
+    assert _keys_of(opened) >= CHARTS
+    at = opened["distance"]  # the notes on overflow sit above the parts
     model = Recurrent(
         RecurrentConfig(num_hiddens=32, activation="relu", init="identity", radius=1.5)
     )
@@ -120,11 +134,13 @@ def test_extreme_settings_draw_the_charts_and_name_the_overflow_step():
     assert overflow and f"at step {step};" in overflow[0], messages(at)
     assert any("not finite numbers" in m for m in messages(at))
     # Clipping an overflowed gradient is said to fail, not drawn as if it worked.
-    assert any("cannot repair" in c.value for c in at.caption)
+    assert any("cannot repair" in c.value for c in opened["clipping"].caption)
 
 
 def test_theory_line_is_drawn_dashed_over_the_measured_line():
-    at = open_lesson("recurrent", rc_source="synthetic", rc_length="80", rc_radius="0.8")
+    at = open_lesson(
+        "recurrent", rc_source="synthetic", rc_length="80", rc_radius="0.8", rc_part="theory"
+    )
     _no_failure(at)
     measured, formula, _ = chart(at, "rc_theory")["data"]
     assert formula["line"]["dash"] == "dash" and measured["line"]["dash"] == "solid"
@@ -134,7 +150,9 @@ def test_theory_line_is_drawn_dashed_over_the_measured_line():
 
 
 def test_clipping_lowers_the_total_but_not_the_early_share():
-    at = open_lesson("recurrent", rc_source="synthetic", rc_length="100", rc_clip="0.01")
+    at = open_lesson(
+        "recurrent", rc_source="synthetic", rc_length="100", rc_clip="0.01", rc_part="clipping"
+    )
     _no_failure(at)
     totals, shares = chart(at, "rc_clip_bars")["data"]
     total, clipped = _array(totals["y"])
@@ -148,3 +166,46 @@ def test_a_length_past_the_cap_is_refused_with_a_note():
     _no_failure(at)
     assert any(m.startswith("The link") and "512" in m for m in messages(at))
     assert "τ = 511" in " ".join(messages(at))
+
+
+def test_a_link_naming_a_part_opens_it_and_draws_only_its_charts():
+    at = open_lesson(
+        "recurrent", "the cat sat on the mat", rc_weights="constructed", rc_part="gates"
+    )
+    _no_failure(at)
+    assert chart_keys(at) == PART_CHARTS["gates"] and "rc_distance" not in chart_keys(at)
+    assert [tab.label for tab in at.tabs][4] == at.session_state["rc_part"] == "5 · Gates"
+    assert any("forget gate" in c.value for c in at.caption)
+    # Typing reruns the open part, on the new sentence.
+    at.text_input("sentence").input("a dog ran far").run()
+    _no_failure(at)
+    assert chart_keys(at) == PART_CHARTS["gates"]
+    assert chart(at, "rc_gates_lstm")["panels"][0]["columns"][:2] == ["0:a", "1:dog"]
+
+
+def test_a_link_setting_the_network_opens_the_clipping_part_and_the_unit_part_keeps_it():
+    # A link made before the lesson had tabs: it names no part, only the network.
+    at = open_lesson(
+        "recurrent", "the cat sat on the mat", rc_weights="constructed", rc_model="LSTM"
+    )
+    _no_failure(at)
+    assert chart_keys(at) == PART_CHARTS["clipping"]
+    assert at.session_state["rc_part"] == "3 · Clipping"
+    assert at.selectbox(key="rc_model").value == "LSTM"
+    assert chart(at, "rc_clip_bars")["layout"]["title"]["text"].startswith("LSTM:")
+    # The unit part draws the same control: opening it keeps the network chosen.
+    at.selectbox(key="rc_model").set_value("GRU").run()
+    at.session_state["rc_part"] = "units"
+    at.run()
+    _no_failure(at)
+    assert chart_keys(at) == PART_CHARTS["units"]
+    assert at.selectbox(key="rc_model").value == "GRU"
+    assert any(c.value.startswith("Each column is a step") and "GRU" in c.value for c in at.caption)
+    # A network the lesson does not have is noted, and the part opens on the first one.
+    at = open_lesson(
+        "recurrent", "the cat sat on the mat", rc_weights="constructed", rc_model="CNN"
+    )
+    _no_failure(at)
+    assert chart_keys(at) == PART_CHARTS["clipping"]
+    assert at.selectbox(key="rc_model").value == "RNN"
+    assert any(m.startswith("The link") for m in messages(at))

@@ -35,6 +35,8 @@ from models.training.train import CHECKPOINT_DIR
 SENTENCE = "the cat sat on the mat"
 STEP_CHARTS = {f"mask_step_{step}" for step in STEPS}
 RECURRENT_CHARTS = {"rc_distance", "rc_jacobian", "rc_units", "rc_gates_lstm", "rc_gates_gru"}
+# The recurrent lesson's parts that draw them, each opened by its link (one tab at a time).
+RECURRENT_PARTS = ("theory", "units", "gates")
 
 
 def _metadata(name: str) -> dict:
@@ -59,7 +61,12 @@ def test_recurrent_lesson_opens_on_the_shipped_copy_models_and_says_so():
     at = open_lesson("recurrent", SENTENCE)
     _no_failure(at)
     assert at.selectbox(key="rc_weights").value == ts.SHIPPED_SOURCE
-    assert chart_keys(at) >= RECURRENT_CHARTS and _finite(at)
+    parts = {part: open_lesson("recurrent", SENTENCE, rc_part=part) for part in RECURRENT_PARTS}
+    for opened in parts.values():
+        _no_failure(opened)
+        assert opened.selectbox(key="rc_weights").value == ts.SHIPPED_SOURCE
+    keys = chart_keys(at).union(*(chart_keys(opened) for opened in parts.values()))
+    assert keys >= RECURRENT_CHARTS and all(_finite(a) for a in (at, *parts.values()))
     shown = next(m for m in messages(at) if m.startswith("Shown: Trained on the copy task"))
     for kind, name in (("rnn", "RNN"), ("lstm", "LSTM"), ("gru", "GRU")):
         accuracy = _metadata(f"copy-lag20-{kind}")["metrics"]["accuracy"]
@@ -68,9 +75,9 @@ def test_recurrent_lesson_opens_on_the_shipped_copy_models_and_says_so():
     assert f"{task['length']} symbols {task['lag']} steps" in shown
     labels, _ = ts.example(task)
     assert " · ".join(labels) in texts(at)
-    assert chart(at, "rc_gates_lstm")["panels"][0]["columns"][0] == f"0:{labels[0]}"
+    assert chart(parts["gates"], "rc_gates_lstm")["panels"][0]["columns"][0] == f"0:{labels[0]}"
     assert at.slider(key="rc_radius").disabled and at.selectbox(key="rc_act").disabled
-    gates = next(c for c in at.caption.values if "latch" in c)
+    gates = next(c for c in parts["gates"].caption.values if "latch" in c)
     assert "learned, not set by a control" in gates
     # The latched units, counted independently over the wait between symbols and recall.
     lstm = checkpoints.load(CHECKPOINT_DIR / "copy-lag20-lstm").model
@@ -82,7 +89,7 @@ def test_recurrent_lesson_opens_on_the_shipped_copy_models_and_says_so():
 
 def test_the_trained_view_takes_r_from_the_trained_w_hh_not_from_the_disabled_slider():
     # The slider says r = 0.5; the trained weights must ignore it.
-    at = open_lesson("recurrent", SENTENCE)
+    at = open_lesson("recurrent", SENTENCE, rc_part="theory")
     at.session_state["rc_radius"] = 0.5
     at.run()
     _no_failure(at)

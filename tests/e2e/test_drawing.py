@@ -56,6 +56,11 @@ KEYS_BY_LESSON = {
 # A lesson whose charts sit in several parts (one tab open at a time): each part, opened by
 # its link, and the charts it draws.
 PARTS_BY_LESSON = {
+    "recurrent": {
+        "rc_part=distance": ("rc_distance",),
+        "rc_part=theory": ("rc_theory", "rc_jacobian"),
+        "rc_part=clipping": ("rc_clip_bars", "rc_clip_lines"),
+    },
     "training": {
         "tr_part=lag": ("tr_lag_accuracy",),
         "tr_part=ngram": ("tr_ngram_unseen", "tr_perplexity"),

@@ -245,6 +245,8 @@ def test_clicking_a_head_in_the_all_heads_grid_shows_that_head(page, app_server)
 # ---------------------------------------------------------------- the recurrent lesson
 
 RECURRENT_GRID_KEYS = ("rc_units", "rc_gates_lstm", "rc_gates_gru")
+# The parts that draw them, one tab open at a time: each opened by its link.
+RECURRENT_GRID_PARTS = {"units": ("rc_units",), "gates": ("rc_gates_lstm", "rc_gates_gru")}
 # Read by the lesson's own tokenizer (the constructed weights read the sentence).
 RECURRENT_SENTENCE = "the cat sat on the mat"
 # "unit 3, 2:zebra\nF 0.7312": the hidden unit and the step under the pointer, the value.
@@ -253,16 +255,20 @@ GATE_HOVER = re.compile(r"^unit (\d+), (\d+):(\S+)\n([IFOC]) (-?\d+\.\d{3})$")
 
 def test_the_recurrent_heatmaps_are_grids_with_a_colour_scale_per_panel(page, app_server):
     query = f"sentence={quote(RECURRENT_SENTENCE)}&rc_weights=constructed"
-    page.goto(f"{app_server}/recurrent?{query}")
-    wait_until_drawn(page)
-    wait_for_grids(page, RECURRENT_GRID_KEYS)
-    wait_until_idle(page)
-    for canvas in page.evaluate(_CANVASES, list(RECURRENT_GRID_KEYS)):
-        assert canvas["role"] == "img" and canvas["label"].strip(), canvas
-        assert canvas["painted"] > canvas["width"] * canvas["height"] // 10, canvas
-        assert canvas["colours"] >= 8 and canvas["png"] > 1000, canvas
+    assert set().union(*RECURRENT_GRID_PARTS.values()) == set(RECURRENT_GRID_KEYS)
     words = list(Tokenizer().encode(RECURRENT_SENTENCE, MAX_TOKENS).tokens)
-    assert tick_labels(page, "rc_units") == [f"{i}:{w}" for i, w in enumerate(words)]
+    for part, keys in RECURRENT_GRID_PARTS.items():
+        page.goto(f"{app_server}/recurrent?{query}&rc_part={part}")
+        wait_until_drawn(page)
+        wait_for_grids(page, keys)
+        wait_until_idle(page)
+        for canvas in page.evaluate(_CANVASES, list(keys)):
+            assert canvas["role"] == "img" and canvas["label"].strip(), canvas
+            assert canvas["painted"] > canvas["width"] * canvas["height"] // 10, canvas
+            assert canvas["colours"] >= 8 and canvas["png"] > 1000, canvas
+        if part == "units":
+            assert tick_labels(page, "rc_units") == [f"{i}:{w}" for i, w in enumerate(words)]
+    # The page is on the gates part now.
     # The LSTM's four panels, top to bottom: I, F, O (gates) and C (a signed state); the
     # pointer anywhere on them names the unit, the step and the panel's own quantity.
     seen = {}

@@ -1,2 +1,2 @@
-"""The recurrent lesson's parts, drawn one after another: the gradient against distance,
-the theory line and the step Jacobians, clipping, the gradient per hidden unit, the gates."""
+"""The recurrent lesson's parts, one tab each: the gradient against distance, the theory
+line and the step Jacobians, clipping, the gradient per hidden unit, the gates."""

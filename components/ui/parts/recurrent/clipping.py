@@ -1,5 +1,5 @@
 """Part 3, "clipping": what clipping the gradient's norm does to the total and to the early
-steps' share, for the network chosen here (the next part reads the same one)."""
+steps' share, for the network chosen here (the unit part's control is the same one)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,14 @@ from components.palette import BLUE, ORANGE
 from components.recurrent import clipping_figure, lines_figure
 from components.summaries import clipping_summary, lines_summary
 from components.ui.charts import show_chart
-from components.ui.linked import linked_selectbox
-from components.ui.parts.recurrent.flow import Flow
-from components.ui.runs.recurrent import CELLS
+from components.ui.parts.recurrent.flow import Flow, chosen_network
 from models.analysis import gradient_flow as gf
 
 
-def draw(flow: Flow) -> str:
-    """The clipping charts; returns the network chosen for the views below."""
+def draw(flow: Flow) -> None:
     clip, tau, distance = flow.controls.settings.clip, flow.reading.tau, flow.distance
     st.subheader(t("recurrent.clip.title"))
-    focus = linked_selectbox(st, t("recurrent.focus"), tuple(CELLS), "RNN", key="rc_model")
+    focus = chosen_network()
     summary = gf.clip_summary(flow.result[focus]["grad_X_rows"], tau, clip)
     without, with_clip = t("recurrent.clip.without"), t("recurrent.clip.with", c=clip)
     clip_left, clip_right = st.columns(2)
@@ -77,4 +74,3 @@ def draw(flow: Flow) -> str:
         )
     else:
         st.caption(t("recurrent.clip.nonfinite", c=clip))
-    return focus

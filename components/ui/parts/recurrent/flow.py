@@ -1,5 +1,5 @@
-"""The gradient-flow run every part of the recurrent lesson draws from, and what in it
-overflowed or vanished."""
+"""The gradient-flow run every part of the recurrent lesson draws from, what in it
+overflowed or vanished, and the network two of the parts look at."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import streamlit as st
 
 from components.i18n import t
 from components.recurrent import chartable
+from components.ui.linked import linked_selectbox
 from components.ui.parts.recurrent.controls import Controls
 from components.ui.parts.recurrent.reading import Reading
 from components.ui.runs.recurrent import CELLS
@@ -25,6 +26,16 @@ class Flow:
     @property
     def distance(self) -> np.ndarray:
         return np.arange(self.reading.tau + 1)  # k = τ − t: how many steps before the loss
+
+
+# The clipping part and the unit part look at one network, chosen by one control drawn in
+# whichever of them is open: a control's key is its identity, so going from one tab to the
+# other keeps the choice.
+NETWORK_KEY = "rc_model"
+
+
+def chosen_network() -> str:
+    return linked_selectbox(st, t("recurrent.focus"), tuple(CELLS), "RNN", key=NETWORK_KEY)
 
 
 def show_breaks(flow: Flow) -> None:

@@ -9,7 +9,7 @@ import streamlit as st
 from components.i18n import t
 from components.recurrent import gates_figure
 from components.summaries import means_summary
-from components.ui.charts import show_chart
+from components.ui.charts import load_grid_charts, show_chart
 from components.ui.parts.recurrent.flow import Flow
 
 LATCHED = 0.9  # a forget gate above this at every step keeps the cell's content
@@ -50,6 +50,7 @@ def _explain(flow: Flow) -> str:
 def draw(flow: Flow) -> None:
     labels, drawn_labels = flow.reading.labels, flow.reading.drawn_labels
     st.subheader(t("recurrent.gates.title"))
+    load_grid_charts()  # the gates are grid charts; the unit part, in its own tab, sends its own
     lstm_col, gru_col = st.columns(2)
     with lstm_col:
         lstm = flow.result["LSTM"]

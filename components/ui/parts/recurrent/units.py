@@ -1,4 +1,5 @@
-"""Part 4, "units": the gradient of one network per hidden unit and per step, as a heatmap."""
+"""Part 4, "units": the gradient of one network per hidden unit and per step, as a heatmap
+(the network chosen by the same control as in the clipping part)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ from components.i18n import t
 from components.recurrent import unit_heatmap
 from components.summaries import grid_summary
 from components.ui.charts import load_grid_charts, show_chart
-from components.ui.parts.recurrent.flow import Flow
+from components.ui.parts.recurrent.flow import Flow, chosen_network
 
 
-def draw(flow: Flow, focus: str) -> None:
-    """`focus`: the network chosen in the clipping part."""
+def draw(flow: Flow) -> None:
     tau, labels, drawn_labels = flow.reading.tau, flow.reading.labels, flow.reading.drawn_labels
     st.subheader(t("recurrent.units.title"))
+    focus = chosen_network()
     units = flow.result[focus]["grad_H_units"][: tau + 1]
     with np.errstate(divide="ignore"):
         log_units = np.log10(np.abs(units))
