@@ -6,7 +6,10 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 
 # Streamlit reads the box's pause (live="60ms") with pandas.Timedelta, importing pandas
 # then. Imported here instead, with this module, so that two visitors' first runs never
@@ -24,12 +27,13 @@ from models.text import READ_CHARS, Note, PreparedText, prepare_sentence
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired"
 SENTENCE_KEY = "sentence"
-# Export from the chart's own toolbar, drawn by the browser: works offline.
 
 
-@st.cache_data
-def presets() -> dict[str, list[str]]:
-    return json.loads((ASSETS / "presets.json").read_text(encoding="utf-8"))
+@cache
+def presets() -> Mapping[str, tuple[str, ...]]:
+    """Each lesson's example sentences, read once per process; shared, so read-only."""
+    examples = json.loads((ASSETS / "presets.json").read_text(encoding="utf-8"))
+    return MappingProxyType({lesson: tuple(texts) for lesson, texts in examples.items()})
 
 
 def _apply_preset() -> None:
