@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
+from source_scan import REPO_ROOT, tracked_python_files
+from source_scan import imported_modules as _imported_modules
+from source_scan import rel as _rel
 
 from components.i18n import strings, t
 from components.lessons import LESSONS
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # --- lessons and strings -----------------------------------------------------------------
 
@@ -67,41 +67,7 @@ def test_t_falls_back_to_english_for_a_missing_language():
 # --- source rules over every tracked Python file -----------------------------------------
 
 
-def _tracked_python_files() -> list[Path]:
-    out = subprocess.run(
-        ["git", "ls-files", "-z", "--", "*.py"],
-        cwd=REPO_ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return [REPO_ROOT / name for name in out.split("\0") if name]
-
-
-TRACKED = _tracked_python_files()
-
-
-def _rel(path: Path) -> str:
-    return path.relative_to(REPO_ROOT).as_posix()
-
-
-def _imported_modules(path: Path) -> set[str]:
-    """Every module an `import` or `from … import` names, anywhere in the file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level > 0:
-            found.add("." * node.level + (node.module or ""))
-    return found
-
-
-def _imports_package(path: Path, package: str) -> bool:
-    return any(m == package or m.startswith(package + ".") for m in _imported_modules(path))
+TRACKED = tracked_python_files()
 
 
 def test_the_source_scan_sees_the_app():
@@ -135,18 +101,6 @@ def test_no_tracked_file_imports_streamlit_html_components():
         if any(m.startswith("streamlit.components" + ".v1") for m in _imported_modules(path))
     ]
     assert offenders == []
-
-
-def test_models_never_import_streamlit():
-    files = [path for path in TRACKED if _rel(path).startswith("models/")]
-    assert files
-    assert [_rel(p) for p in files if _imports_package(p, "streamlit")] == []
-
-
-def test_components_never_import_torch():
-    files = [path for path in TRACKED if _rel(path).startswith("components/")]
-    assert files
-    assert [_rel(p) for p in files if _imports_package(p, "torch")] == []
 
 
 def test_no_page_imports_another_page():
