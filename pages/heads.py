@@ -16,8 +16,8 @@ from components.i18n import t
 from components.labels import markdown_literal
 from components.ui.charts import load_grid_charts
 from components.ui.frame import enter_lesson
-from components.ui.linked import linked_tabs
-from components.ui.parts.heads import ablation, overview, part_label, rollout, statistics
+from components.ui.parts import open_part
+from components.ui.parts.heads import ablation, overview, rollout, statistics
 from components.ui.parts.heads.model_picker import (
     cached_key,
     choose_model,
@@ -72,12 +72,10 @@ PARTS = {
     "ablation": ablation.draw,
     "rollout": rollout.draw,
 }
-view, panel = linked_tabs(
-    st,
+view, panel = open_part(
     PARTS,
-    "statistics",
     key="view",
-    format_func=part_label,
+    labels="heads.view",
     opened_by={"ablation": ("ablate",), "rollout": ("rollout_layer",)},
 )
 with panel:

@@ -4,7 +4,7 @@ import streamlit as st
 
 from components.i18n import t
 from components.ui.frame import enter_lesson
-from components.ui.linked import linked_tabs
+from components.ui.parts import open_part
 from components.ui.parts.masks import cost, kv, masks, scale
 from components.ui.parts.masks.reading import encode
 from components.ui.runs.shared import load_transformer
@@ -13,22 +13,10 @@ from components.ui.sentence import sentence_or_stop, show_notes
 enter_lesson()
 
 
-def part_label(part: str) -> str:
-    return t(f"masks.part.{part}")
-
-
 # The lesson's shared controls: the sentence, as its random Transformer reads it.
 cfg = load_transformer("sinusoidal").cfg
 st.header(t("masks.title"))
-st.caption(
-    t(
-        "masks.intro",
-        d_model=cfg.d_model,
-        n_layers=cfg.n_layers,
-        n_heads=cfg.n_heads,
-        d_head=cfg.d_head,
-    )
-)
+st.caption(t("masks.intro", **cfg.sizes()))
 
 sentence = sentence_or_stop()
 ids, tokens, notes = encode(sentence.text)
@@ -41,12 +29,10 @@ st.text(" · ".join(tokens))
 # visitor's sentence); the others are labs.
 PARTS = ("masks", "scale", "kv", "cost")
 st.caption(t("masks.parts_hint"))
-part, tab = linked_tabs(
-    st,
+part, tab = open_part(
     PARTS,
-    "masks",
     key="mask_part",
-    format_func=part_label,
+    labels="masks.part",
     # A link that sets a lab's control (as links made before the tabs did) opens its tab.
     opened_by={"scale": ("scale_keys",), "kv": ("kv_context", "kv_new", "kv_step")},
 )

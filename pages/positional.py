@@ -7,7 +7,7 @@ import streamlit as st
 
 from components.i18n import t
 from components.ui.frame import enter_lesson
-from components.ui.linked import linked_tabs
+from components.ui.parts import open_part
 from components.ui.parts.positional import rope, sinusoidal, trained
 from components.ui.parts.positional import sentence as sentence_part
 from components.ui.runs.shared import load_tokenizer, load_transformer
@@ -19,23 +19,10 @@ from models.text import tokenization_notes
 enter_lesson()
 
 
-def part_label(name: str) -> str:
-    return t(f"positional.view.{name}")
-
-
 # --- shared controls: the lesson's model and the visitor's sentence ---
 cfg = load_transformer("sinusoidal").cfg
 st.header(t("positional.title"))
-st.caption(
-    t(
-        "positional.intro",
-        d_model=cfg.d_model,
-        n_heads=cfg.n_heads,
-        d_head=cfg.d_head,
-        n_layers=cfg.n_layers,
-        n_ctx=cfg.n_ctx,
-    )
-)
+st.caption(t("positional.intro", **cfg.sizes()))
 
 sentence = sentence_or_stop()
 # Read whatever tab is open: a visitor key in the link is taken out of the address bar
@@ -61,12 +48,10 @@ st.text(" · ".join(tokens))
 # One tab at a time: a keystroke redraws the open tab, not the whole lesson. The first
 # tab holds what reads the visitor's sentence; the others read only their own controls.
 PARTS = ("sentence", "sinusoidal", "rope", "trained")
-view, panel = linked_tabs(
-    st,
+view, panel = open_part(
     PARTS,
-    "sentence",
     key="pe_view",
-    format_func=part_label,
+    labels="positional.view",
     opened_by={
         "sinusoidal": ("pe_offset",),
         "rope": ("pe_shift", "pe_built"),

@@ -4,7 +4,7 @@ import streamlit as st
 
 from components.i18n import t
 from components.ui.frame import enter_lesson
-from components.ui.linked import linked_tabs
+from components.ui.parts import open_part
 from components.ui.parts.recurrent import (
     clipping,
     controls,
@@ -20,10 +20,6 @@ from components.ui.runs.shared import load_transformer
 from components.ui.sentence import sentence_or_stop
 
 enter_lesson()
-
-
-def part_label(part: str) -> str:
-    return t(f"recurrent.part.{part}")
 
 
 st.header(t("recurrent.title"))
@@ -56,12 +52,10 @@ show_breaks(flow)
 # one is drawn, from the one run above.
 PARTS = ("distance", "theory", "clipping", "units", "gates")
 st.caption(t("recurrent.parts_hint"))
-part, tab = linked_tabs(
-    st,
+part, tab = open_part(
     PARTS,
-    "distance",
     key="rc_part",
-    format_func=part_label,
+    labels="recurrent.part",
     # A link that sets a part's control (as links made before the tabs did) opens its tab.
     # The unit part draws the same network control: such a link opens the first of the two.
     opened_by={"clipping": (NETWORK_KEY,)},

@@ -12,7 +12,7 @@ import streamlit as st
 
 from components.i18n import t
 from components.ui.frame import enter_lesson
-from components.ui.linked import linked_tabs
+from components.ui.parts import open_part
 from components.ui.parts.training import heads, lag, mine, ngram, run, targets, yours
 from components.ui.runs.shared import load_job_manager, load_visitor_store
 from components.ui.sentence import sentence_or_stop
@@ -21,10 +21,6 @@ from components.ui.visitor_links import visitor_id
 from models.training import jobs
 
 enter_lesson()
-
-
-def part_label(part: str) -> str:
-    return t(f"training.part.{part}")
 
 
 st.header(t("training.title"))
@@ -49,7 +45,7 @@ mine.draw(store, me)  # the visitor's models
 # opens one by its name (`?tr_part=heads`), as the home page's n-gram row opens `ngram`.
 PARTS = ("lag", "ngram", "heads", "yours")
 st.caption(t("training.parts_hint"))
-part, tab = linked_tabs(st, PARTS, "lag", key="tr_part", format_func=part_label)
+part, tab = open_part(PARTS, key="tr_part", labels="training.part")
 with tab:
     if part == "lag":
         lag.draw()  # accuracy against lag on the copy task

@@ -63,6 +63,16 @@ class TransformerConfig:
         if self.d_model % 2 or self.d_head % 2:
             raise ValueError("d_model and d_head must be even (encodings work on pairs)")
 
+    def sizes(self) -> dict[str, int]:
+        """The sizes a lesson's introduction names."""
+        return dict(
+            d_model=self.d_model,
+            n_layers=self.n_layers,
+            n_heads=self.n_heads,
+            d_head=self.d_head,
+            n_ctx=self.n_ctx,
+        )
+
 
 def _record(cache: Cache | None, name: str, value: torch.Tensor) -> None:
     if cache is not None:
