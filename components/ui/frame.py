@@ -24,11 +24,16 @@ from components.ui.class_password import password_passed
 from components.ui.client import client_address
 from components.ui.inputs import parse_choice
 from components.ui.pass_ahead import ask_pass_ahead, keep_pass_ahead_for
-from components.ui.sentence import SENTENCE_KEY, sentence_box, show_notes
+from components.ui.sentence import PAUSE_READER, SENTENCE_KEY, sentence_box, show_notes
 from components.ui.streamlit_patches import started_as_a_legacy_page
 from components.ui.training_status import show_run_in_sidebar
 from models.serving.fair_slots import Run, SessionRuns, Superseded
-from models.serving.runtime import first_runs_in_turn, runs_in_turn, settle_heap_once
+from models.serving.runtime import (
+    first_runs_in_turn,
+    import_in_turn,
+    runs_in_turn,
+    settle_heap_once,
+)
 from models.text import Note
 
 _run = threading.local()
@@ -246,6 +251,8 @@ def run_app() -> None:
     try:
         with first_runs_in_turn(page.url_path), runs_in_turn(this_run):
             page.run()
+        # Drawn: what the sentence box's pause is read with can come in now (sentence.py).
+        import_in_turn(PAUSE_READER)
         # What the page's first run imported and cached stays out of every later
         # collection (models/serving/runtime.py explains the cost it saves on every rerun).
         settle_heap_once(page.url_path)

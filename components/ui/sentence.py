@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 import uuid
@@ -11,10 +12,6 @@ from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 
-# Streamlit reads the box's pause (live="60ms") with pandas.Timedelta, importing pandas
-# then. Imported here instead, with this module, so that two visitors' first runs never
-# import it at once from two threads (models/serving/runtime.py, first_runs_in_turn).
-import pandas  # noqa: F401
 import streamlit as st
 
 from components.i18n import t
@@ -67,6 +64,20 @@ def visitors_answered(now: float | None = None) -> int:
         return len(_LAST_RUN)
 
 
+# Streamlit reads a pause written as text ("60ms") with pandas, which takes ~0.7 s to
+# import here and which the attention lesson needs for nothing else: on a fresh server it
+# would hold up the first page. The frame imports it once a page has been drawn
+# (components/ui/frame.py, run_app); until then the box takes `live=True`, Streamlit's own
+# 250 ms, read without pandas. Streamlit keeps the box when only its pause changes.
+PAUSE_READER = "pandas"
+
+
+def live_pause() -> str | bool:
+    """The box's pause after a key, by how many visitors the server is answering."""
+    pause = f"{sentence_pause_ms(visitors_answered())}ms"
+    return pause if PAUSE_READER in sys.modules else True
+
+
 def sentence_box(lesson: str = "") -> None:
     """The shared sentence: live as the visitor types, kept across pages and in the URL.
 
@@ -80,7 +91,7 @@ def sentence_box(lesson: str = "") -> None:
         key=SENTENCE_KEY,
         # Also cuts a longer value from the link or a script before the page reads it.
         max_chars=READ_CHARS,
-        live=f"{sentence_pause_ms(visitors_answered())}ms",
+        live=live_pause(),
         bind="query-params",
         help=t("app.sentence_help"),
     )

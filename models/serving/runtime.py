@@ -6,8 +6,10 @@ Plain Python and torch, no Streamlit: the app's loaders and frame call these.
 from __future__ import annotations
 
 import gc
+import importlib
 import math
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -129,6 +131,15 @@ def first_runs_in_turn(name: str) -> Iterator[None]:
         return
     with _first_run:
         yield
+
+
+def import_in_turn(module: str) -> None:
+    """Import `module` now, while no page's first run imports anything (first_runs_in_turn),
+    unless it is imported already. Call it outside a page's first run: it waits for it."""
+    if module in sys.modules:
+        return
+    with _first_run:
+        importlib.import_module(module)
 
 
 @contextmanager

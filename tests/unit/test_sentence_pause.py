@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -41,3 +43,30 @@ def test_a_session_keeps_its_id_across_runs_and_two_sessions_differ(monkeypatch)
     assert sentence.session_id() != kept
     monkeypatch.setattr(sentence.st, "session_state", first)
     assert sentence.session_id() == kept
+
+
+def test_before_the_pause_reader_is_imported_the_box_takes_streamlits_own_pause(monkeypatch):
+    monkeypatch.setattr(sentence, "_LAST_RUN", {})
+    monkeypatch.setattr(sentence, "session_id", lambda: "alone")
+    monkeypatch.delitem(sys.modules, sentence.PAUSE_READER, raising=False)
+    assert sentence.live_pause() is True  # Streamlit's 250 ms, read without pandas
+    monkeypatch.setitem(sys.modules, sentence.PAUSE_READER, object())
+    assert sentence.live_pause() == f"{sentence_pause_ms(1)}ms"
+
+
+def test_the_pause_reader_is_imported_only_while_no_first_run_imports(monkeypatch):
+    from models.serving import runtime
+
+    imported = []
+    monkeypatch.setattr(runtime.importlib, "import_module", imported.append)
+    monkeypatch.delitem(sys.modules, "seqlens_test_module", raising=False)
+    with runtime._first_run:  # a page's first run, importing
+        waiter = threading.Thread(target=runtime.import_in_turn, args=("seqlens_test_module",))
+        waiter.start()
+        waiter.join(0.2)
+        assert waiter.is_alive() and imported == []
+    waiter.join(5)
+    assert imported == ["seqlens_test_module"]
+    monkeypatch.setitem(sys.modules, "seqlens_test_module", object())
+    runtime.import_in_turn("seqlens_test_module")
+    assert imported == ["seqlens_test_module"]  # imported already: nothing again
