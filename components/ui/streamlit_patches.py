@@ -35,11 +35,15 @@ What each one buys:
   tests/e2e/test_steady_menu.py fails without it. Its cost in time, one more
   st.navigation call a run, is not measured apart.
 
-Removed, with what they were measured to buy when they were added: the sentence box's
-pause read without pandas (inside a cold start's noise); the batching of a session's
-script events for the event loop (4–8 ms of server work a rerun, about 200 ms from
-keystroke to chart; the 40-visitor p95 within noise): neither near 10 % of keystroke →
-chart or of the 40-visitor p95.
+Removed, each measured paired with and without it on 2026-12-02 (docs/PERFORMANCE.md):
+the batching of a session's script events for the event loop bought 5–8 ms of the home
+page's server work a rerun (25 → 30–34 ms), but keystroke → chart moved within noise
+(median 217 / 222 / 190 ms with it, 212 / 240 / 203 without) and so did the 40-visitor p95
+(979 / 957 / 743 ms with it, 1023 / 971 / 721 without); the swapped duration parser that
+read the sentence box's pause without pandas is replaced by public API: the box takes
+`live=True` until the frame has imported pandas after the first page (components/ui/
+sentence.py), and a fresh server's first chart is as fast as with the patch (3.29 → 3.34 s,
+three pairs).
 """
 
 from __future__ import annotations
