@@ -19,7 +19,7 @@ def leave_pass_ahead(page: str, key: str, text: str) -> None:
     loading (a few seconds of the other core) never holds up a fresh server's first page.
     """
     st.session_state[AHEAD_KEY] = (page, key, text)
-    worker = heads_runs._worker_for(key)
+    worker = heads_runs.worker_for(key)
     if worker is not None:
         worker.start()
 
@@ -32,7 +32,7 @@ def ask_pass_ahead() -> None:
     leaves the sentence it asked for, so the next run asks only for a newer one.
     """
     hint = st.session_state.get(AHEAD_KEY)
-    worker = None if hint is None else heads_runs._worker_for(hint[1])
+    worker = None if hint is None else heads_runs.worker_for(hint[1])
     if worker is None:
         return
     sentence = current_sentence()

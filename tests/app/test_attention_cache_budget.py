@@ -26,7 +26,7 @@ def long_sentence(i: int) -> str:
 def passes_in_this_process(monkeypatch):
     """The pass runs here rather than in the shipped model's worker: the same run either
     way (tests/unit/test_forward_worker.py), without a process to start."""
-    monkeypatch.setattr(heads_runs, "_worker_for", lambda key: None)
+    monkeypatch.setattr(heads_runs, "worker_for", lambda key: None)
 
 
 def test_140_long_sentences_leave_the_attention_runs_within_their_byte_budget(

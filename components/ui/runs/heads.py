@@ -108,7 +108,7 @@ def shipped_model_worker():
     return None if slot is None else slot.worker()
 
 
-def _worker_for(key: str):
+def worker_for(key: str):
     """The worker that runs `key`'s passes: the shipped model's, if it has one; else None."""
     from models.serving.catalog import SHIPPED_KEY
 
@@ -122,7 +122,7 @@ def _traced(key: str, model, text: str):
     when the worker cannot answer, the pass runs here."""
     from models.nets.pretrained import attention_trace
 
-    worker = _worker_for(key)
+    worker = worker_for(key)
     if worker is None:
         tokenized, trace = model.tokenize(text), None
     else:
