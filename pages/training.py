@@ -6,17 +6,15 @@ keeps the run going, so it is on the page whatever tab the visitor reads. What t
 measured (lag.py, targets.py, ngram.py, heads.py, yours.py) is in tabs, one drawn at a time.
 """
 
-import secrets
-
 import streamlit as st
 
 from components.i18n import t
+from components.ui.client import session_id
 from components.ui.frame import enter_lesson
 from components.ui.parts import open_part
 from components.ui.parts.training import heads, lag, mine, ngram, run, targets, yours
 from components.ui.runs.shared import load_job_manager, load_visitor_store
 from components.ui.sentence import sentence_or_stop
-from components.ui.training_status import SESSION_KEY
 from components.ui.visitor_links import visitor_id
 from models.training import jobs
 
@@ -34,7 +32,7 @@ choice = run.controls()
 manager = load_job_manager()
 store = load_visitor_store()
 me = visitor_id()
-session = st.session_state.setdefault(SESSION_KEY, secrets.token_hex(16))
+session = session_id()
 
 # The run's parts, on every run of the page ----------------------------------------------------
 run.draw(choice, manager, session, me)  # start, stop, progress and curves

@@ -6,7 +6,6 @@ import json
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -15,6 +14,7 @@ from types import MappingProxyType
 import streamlit as st
 
 from components.i18n import t
+from components.ui.client import session_id
 from components.ui.inputs import (
     ACTIVE_WINDOW_S,
     sentence_pause_ms,
@@ -43,13 +43,6 @@ def _apply_preset() -> None:
 # When each visitor's page last ran (session's id → time.monotonic()): how busy the server is.
 _LAST_RUN: dict[str, float] = {}
 _LAST_RUN_LOCK = threading.Lock()
-# The session's own id, made at its first run.
-_SESSION_ID_KEY = "_session_id"
-
-
-def session_id() -> str:
-    """An id of this visitor's session, the same in every run of it."""
-    return st.session_state.setdefault(_SESSION_ID_KEY, uuid.uuid4().hex)
 
 
 def visitors_answered(now: float | None = None) -> int:

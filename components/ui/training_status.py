@@ -11,11 +11,10 @@ from __future__ import annotations
 import streamlit as st
 
 from components.i18n import t
+from components.ui.client import SESSION_KEY
 from models.training import jobs
 
 JOB_KEY = "training_job"
-# The session a run belongs to: only it may replace or stop the run, whoever shares its key.
-SESSION_KEY = "_tr_session"
 # How often another page asks: well inside the shortest time a run may go unasked
 # (job_limits: 15 s waiting, 45 s training).
 ASK_EVERY_S = 5.0

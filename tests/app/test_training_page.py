@@ -11,6 +11,7 @@ import pytest
 from conftest import chart, chart_keys, messages, open_lesson, plotly_array
 
 from components.i18n import t
+from components.ui.client import SESSION_KEY
 from components.ui.runs.shared import load_job_manager, load_visitor_store
 from models.training.job_limits import Refused, Requester
 from models.training.jobs import RunRequest
@@ -198,7 +199,7 @@ def test_another_lesson_shows_the_running_run_and_keeps_it_going():
     at.multiselect(key="tr_models_reverse").set_value(["gru"])
     at.button(key="tr_start").click().run()
     manager = load_job_manager()
-    job_id, session = at.session_state["training_job"], at.session_state["_tr_session"]
+    job_id, session = at.session_state["training_job"], at.session_state[SESSION_KEY]
     try:
         _run_until(at, lambda at: manager.snapshot(job_id).status == "running")
         at.switch_page("pages/positional.py").run()
