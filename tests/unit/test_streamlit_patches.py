@@ -7,10 +7,10 @@ import ast
 from pathlib import Path
 
 import pytest
+from source_scan import REPO_ROOT, rel, tracked_python_files
 
 from components.ui import streamlit_patches
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PATCHES = REPO_ROOT / "components" / "ui" / "streamlit_patches.py"
 # Streamlit's internals: not covered by its versioning. (bench/ speaks the wire protocol on
 # purpose and is not part of the app; tests may look inside Streamlit.)
@@ -19,10 +19,11 @@ PRIVATE_NAMES = {"get_script_run_ctx"}
 
 
 def app_files() -> list[Path]:
-    files = [REPO_ROOT / "app.py"]
-    for folder in ("pages", "components", "models"):
-        files += sorted((REPO_ROOT / folder).rglob("*.py"))
-    return files
+    return [
+        path
+        for path in tracked_python_files()
+        if rel(path) == "app.py" or rel(path).startswith(("pages/", "components/", "models/"))
+    ]
 
 
 def _private_module(name: str | None) -> bool:
