@@ -67,18 +67,16 @@ with tokens_slot:
 overview.draw(reading, layer, head)
 
 # One tab at a time: a keystroke redraws the open tab's part, not all three.
-PARTS = {
+DRAW = {
     "statistics": statistics.draw,
     "ablation": ablation.draw,
     "rollout": rollout.draw,
 }
 view, panel = open_part(
-    PARTS,
-    key="view",
-    labels="heads.view",
+    "heads",
     opened_by={"ablation": ("ablate",), "rollout": ("rollout_layer",)},
 )
 with panel:
-    PARTS[view](reading)
+    DRAW[view](reading)
 # Drawn: the next run may ask for its pass ahead (and the worker starts, the first time).
 leave_pass_ahead("heads", model_key, sentence.text)

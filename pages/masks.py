@@ -27,12 +27,9 @@ st.text(" · ".join(tokens))
 # The lesson's parts, one tab each: only the open one is computed, so typing reruns one
 # part. The first holds what the masks do (step by step, and the leakage proof on the
 # visitor's sentence); the others are labs.
-PARTS = ("masks", "scale", "kv", "cost")
 st.caption(t("masks.parts_hint"))
 part, tab = open_part(
-    PARTS,
-    key="mask_part",
-    labels="masks.part",
+    "masks",
     # A link that sets a lab's control (as links made before the tabs did) opens its tab.
     opened_by={"scale": ("scale_keys",), "kv": ("kv_context", "kv_new", "kv_step")},
 )

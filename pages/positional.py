@@ -47,11 +47,8 @@ st.text(" · ".join(tokens))
 # --- the parts ---
 # One tab at a time: a keystroke redraws the open tab, not the whole lesson. The first
 # tab holds what reads the visitor's sentence; the others read only their own controls.
-PARTS = ("sentence", "sinusoidal", "rope", "trained")
 view, panel = open_part(
-    PARTS,
-    key="pe_view",
-    labels="positional.view",
+    "positional",
     opened_by={
         "sinusoidal": ("pe_offset",),
         "rope": ("pe_shift", "pe_built"),

@@ -50,12 +50,9 @@ show_breaks(flow)
 
 # The parts, one tab each, in the order each builds on the one before it: only the open
 # one is drawn, from the one run above.
-PARTS = ("distance", "theory", "clipping", "units", "gates")
 st.caption(t("recurrent.parts_hint"))
 part, tab = open_part(
-    PARTS,
-    key="rc_part",
-    labels="recurrent.part",
+    "recurrent",
     # A link that sets a part's control (as links made before the tabs did) opens its tab.
     # The unit part draws the same network control: such a link opens the first of the two.
     opened_by={"clipping": (NETWORK_KEY,)},

@@ -41,9 +41,8 @@ mine.draw(store, me)  # the visitor's models
 # What training measured, one tab at a time: only the open one is drawn. Every control of
 # the page is the run's, above the tabs, so no control opens a tab (no `opened_by`); a link
 # opens one by its name (`?tr_part=heads`), as the home page's n-gram row opens `ngram`.
-PARTS = ("lag", "ngram", "heads", "yours")
 st.caption(t("training.parts_hint"))
-part, tab = open_part(PARTS, key="tr_part", labels="training.part")
+part, tab = open_part("training")
 with tab:
     if part == "lag":
         lag.draw()  # accuracy against lag on the copy task
