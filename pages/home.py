@@ -5,7 +5,7 @@ about each kind of model, and the lessons with what each one's tour covers."""
 import streamlit as st
 
 from components.i18n import current_language, t
-from components.lessons import LESSONS, lesson_named
+from components.lessons import LESSONS
 from components.lineage import (
     CLASS_TOUR,
     COLUMNS,
@@ -22,18 +22,11 @@ from components.lineage import (
 )
 from components.tours.schema import tours
 from components.ui.runs.home import lineage_measurements
-from components.ui.tour import step_link
+from components.ui.tour import start_link
 from models.analysis.lineage import LENGTHS, WIDTH
 
 language = current_language()
 shipped = tours()
-
-
-def start_link(where, tour, label: str) -> None:
-    """A link to the tour's first step: its lesson, with the step's part and controls set,
-    the same link the tour's Next and Back buttons follow."""
-    first = lesson_named(tour.steps[0].lesson)
-    where.page_link(first.file, label=label, icon="🧭", query_params=step_link(tour, 0))
 
 
 def what_it_covers(tour) -> None:
@@ -55,7 +48,7 @@ if class_tour is not None:
         st.subheader(t("home.choice.tour", minutes=facts.minutes), anchor=False)
         st.markdown(tour_heading(class_tour))
         st.caption(f"{facts_text(facts)} · {lessons_text(facts)}")
-        start_link(card, class_tour, f"**{t('home.choice.start')}**")
+        start_link(card, CLASS_TOUR, f"**{t('home.choice.start')}**")
         what_it_covers(class_tour)
 with free_column.container(border=True, height="stretch", key="choice_free"):
     st.subheader(t("home.choice.free"), anchor=False)
@@ -65,7 +58,7 @@ with free_column.container(border=True, height="stretch", key="choice_free"):
         name.page_link(lesson.file, label=t(lesson.title_key), icon=lesson.icon)
         own = shipped.get(lesson.url_path)
         if own is not None:
-            start_link(tour_of_it, own, t("home.tour.take", minutes=own.minutes))
+            start_link(tour_of_it, own.id, t("home.tour.take", minutes=own.minutes))
 
 # The story, left to right, each stage one click from its lesson -----------------------------
 # (In a keyed container: on a tablet, assets/styles/layout.css wraps it into rows of three.)
