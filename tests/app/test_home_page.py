@@ -254,13 +254,30 @@ def test_each_tour_link_opens_its_first_step_with_its_part_and_controls(sample_t
 
 
 def test_a_lesson_without_a_tour_offers_only_the_lesson(sample_tours):
+    """Under the two choices, in order: the class tour, then each lesson followed by its
+    own tour where it has one (the samples: recurrent and heads)."""
     at = open_home()
-    english = strings("en")
-    labels = [el.proto.label for el in at.get("page_link")]
-    for lesson in LESSONS:
-        assert english[lesson.title_key] in labels  # every lesson is one click away
-    # Three tours: the class tour and the two lessons' own.
-    assert len(start_links(at)) == 3
+    drawn = [
+        (link.page.strip("/"), parse_qs(link.query_string).get("tour", [""])[0])
+        for link in links_in(at, "choice")
+    ]
+    assert drawn == [
+        ("training", CLASS_TOUR),
+        ("recurrent", ""),
+        ("recurrent", "recurrent"),
+        ("heads", ""),
+        ("heads", "heads"),
+        ("positional", ""),
+        ("masks", ""),
+        ("training", ""),
+    ]
+
+
+def test_a_tour_link_keeps_the_sentence_and_the_presenter_mode(sample_tours):
+    at = open_home(sentence="My cat sat on the warm laptop", present="1")
+    for page, query in start_links(at).values():
+        assert query["sentence"] == ["My cat sat on the warm laptop"], page
+        assert query["present"] == ["1"], page
 
 
 def test_the_class_tour_link_lands_on_its_first_step(sample_tours):
