@@ -234,9 +234,21 @@ def test_the_first_view_reads_the_visitors_sentence_and_follows_their_typing():
         np.testing.assert_allclose(_array(rnn["y"]), _rnn_at_inputs(sentence), rtol=1e-5)
         tokens = Tokenizer().encode(sentence, MAX_TOKENS).tokens
         assert " · ".join(tokens) in texts(at)
-    # The trained models are one option away, named as trained on their task's sequence.
-    labels = at.selectbox(key="rc_weights").options
-    assert labels[:2] == [
+    # The trained models are one option away, named as trained; the control says which
+    # reads what.
+    weights = at.selectbox(key="rc_weights")
+    assert weights.options[:2] == [
         "Untrained, built from the settings: reads your sentence",
-        "Trained on the copy task, lag 20 (shipped): reads the task's sequence",
+        "Trained on the copy task, lag 20 (shipped)",
     ]
+    assert "read the sequence of the task they learned" in weights.help
+
+
+@pytest.mark.parametrize(
+    "label", ["Trained on the copy task, lag 20 (shipped)", "在复制任务上训练，延迟 20（随附）"]
+)
+def test_a_link_made_on_the_trained_weights_still_opens_them(label):
+    at = open_lesson("recurrent", "the cat sat on the mat", rc_weights=label)
+    _no_failure(at)
+    assert at.selectbox(key="rc_weights").value == "copy-lag20"
+    assert any(m.startswith("Shown: Trained on the copy task") for m in messages(at))
