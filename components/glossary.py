@@ -127,7 +127,8 @@ def definition(term: str) -> str:
 
 def entry(term: str) -> str:
     """One term as markdown: its name in bold, then its definition, both shown as written."""
-    return f"**{markdown_literal(term_name(term))}**: {markdown_literal(definition(term))}"
+    name, text = markdown_literal(term_name(term)), markdown_literal(definition(term))
+    return t("glossary.entry", name=name, text=text)
 
 
 def term_help(*terms: str) -> str:
