@@ -12,10 +12,11 @@ from typing import Any
 
 SCALE = 1.5
 # The projector's screen is 1920×1080: no chart drawn for it is taller, so a chart can be
-# shown whole. Its ceiling leaves room for the page's top bar (the menu, 60 px at
-# presenter mode's text size), so a chart scrolled to just under it is still all in view.
+# shown whole. Its ceiling leaves room for the page's top bar (the menu: 3.75rem, 82.5 px
+# at presenter mode's 22 px text, measured in Chromium), so a chart scrolled to just
+# under that bar is all in view.
 SCREEN_HEIGHT = 1080
-TOP_BAR = 60
+TOP_BAR = 84
 MAX_HEIGHT = SCREEN_HEIGHT - TOP_BAR
 # Plotly's own defaults, used where a figure leaves a size unset.
 DEFAULT_FONT_SIZE = 12
