@@ -22,6 +22,7 @@ from browser_helpers import (
 )
 
 from components.lessons import LESSONS
+from components.projector import MAX_HEIGHT, TOP_BAR
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 
@@ -52,6 +53,10 @@ def open_part(page, base_url: str, lesson, part: str) -> None:
     assert_page_healthy(page)
 
 
+_BAR_BOTTOM = """() => document.querySelector('[data-testid="stHeader"]')
+    .getBoundingClientRect().bottom"""
+
+
 # Scroll the chart's top to just under the page's top bar, as a presenter would.
 _UNDER_THE_BAR = """(key) => {
     const chart = document.querySelector(`.st-key-${key}`);
@@ -79,6 +84,9 @@ def test_no_chart_is_taller_than_the_projectors_screen(browser, app_server, less
             open_part(page, app_server, lesson, part)
             heights = page.evaluate(_HEIGHTS, ANY_CHART)
             measured += [(part, key, height) for key, height in heights]
+            # The ceiling the charts are drawn to leaves room for the bar as laid out.
+            bar = page.evaluate(_BAR_BOTTOM)
+            assert 0 < bar <= TOP_BAR and SCREEN["height"] >= MAX_HEIGHT + TOP_BAR, bar
             too_tall = [(key, height) for key, height in heights if height > SCREEN["height"]]
             assert too_tall == [], (lesson.url_path, part, too_tall)
             # The tallest, scrolled under the top bar, is all in view there.

@@ -17,7 +17,7 @@ from components.grid import (
     statistics_grid,
 )
 from components.masks import step_heatmap
-from components.projector import MAX_HEIGHT, SCALE, SCREEN_HEIGHT, TOP_BAR, for_projector
+from components.projector import MAX_HEIGHT, SCALE, for_projector
 from components.recurrent import gates_figure
 from models.nets.hf_models import MAX_TOKENS as ATTENTION_TOKENS
 from models.nets.tokenizer import MAX_TOKENS as RECURRENT_TOKENS
@@ -33,12 +33,6 @@ def tokens(n: int) -> list[str]:
 def attention(n_layers: int, n_heads: int, n: int) -> np.ndarray:
     weights = RNG.random((n_layers, n_heads, n, n)).astype(np.float32)
     return weights / weights.sum(axis=-1, keepdims=True)
-
-
-def test_the_ceiling_leaves_the_top_bar_room_on_a_1080_px_screen():
-    assert SCREEN_HEIGHT == 1080
-    assert MAX_HEIGHT + TOP_BAR == SCREEN_HEIGHT
-    assert 0 < SAVE_BAR_PX < TOP_BAR
 
 
 # (layers, heads): the shipped MiniLM (72 heads) and a 24-layer, 16-head BERT-large, the
