@@ -12,9 +12,21 @@ from components.i18n import t
 from components.labels import markdown_literal
 
 # Every term, in the order the home page lists them: what a token is, then the road the
-# lessons take (attention, positions, masks, recurrent networks, training).
+# home page tells (n-grams, recurrent networks, attention, positions, masks).
 TERMS: tuple[str, ...] = (
     "token",
+    "ngram",
+    "loss",
+    "perplexity",
+    "hidden_state",
+    "bptt",
+    "grad_norm",
+    "jacobian",
+    "singular_value",
+    "vanishing",
+    "clipping",
+    "lstm_gate",
+    "gru_gate",
     "attention_head",
     "qkv",
     "softmax",
@@ -35,18 +47,6 @@ TERMS: tuple[str, ...] = (
     "causal_mask",
     "padding_mask",
     "kv_cache",
-    "hidden_state",
-    "bptt",
-    "grad_norm",
-    "jacobian",
-    "singular_value",
-    "vanishing",
-    "clipping",
-    "lstm_gate",
-    "gru_gate",
-    "ngram",
-    "loss",
-    "perplexity",
 )
 
 # Each lesson's terms (by its url_path), in the order the lesson meets them.
