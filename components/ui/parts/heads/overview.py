@@ -2,7 +2,9 @@
 at once, the chosen head alone, and where one token looks in every head.
 
 Each chart offers the numbers it draws to the lesson's tour (components/tours/probes/heads.py),
-and waits, while the tour's question it answers is open, until the learner has answered."""
+and, while a tour question it answers is open, waits for the learner's answer: the charts
+of the heads' weights answer "heads.head_weights" (where a token looks in a head), and the
+all-heads chart, whose summary counts the sinks, answers "heads.sinks" too."""
 
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ from components.i18n import t
 from components.summaries import all_heads_summary, strongest_link_summary, token_focus_summary
 from components.ui.charts import show_chart
 from components.ui.linked import linked_selectbox, set_state
-from components.ui.parts.heads.reading import HEAD_WEIGHTS, SINKS, Reading
-from components.ui.tour import held_back, offer
+from components.ui.parts.heads.reading import Reading
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis.attention_stats import strongest_head_for_query, strongest_link
 
 
@@ -61,8 +63,8 @@ def draw_all(reading: Reading, layer: int, head: int) -> None:
         sinks=reading.sinks,
         causal=bool(cfg.causal),
     )
-    if held_back(HEAD_WEIGHTS) or held_back(SINKS):
-        st.info(t("tour.answer_first"))
+    if held_back("heads.head_weights") or held_back("heads.sinks"):
+        show_held_back()
         return
     _all_heads(reading, layer, head, _kv_suffix(cfg))
 
@@ -124,8 +126,8 @@ def _one_head(reading: Reading, layer: int, head: int, kv_suffix) -> None:
         st.caption(kv_suffix(head))
     pattern = reading.patterns[layer, head]
     offer("heads.one_head", layer=layer, head=head, labels=position_labels(tokens), pattern=pattern)
-    if held_back(HEAD_WEIGHTS):
-        st.info(t("tour.answer_first"))
+    if held_back("heads.head_weights"):
+        show_held_back()
         return
     link = strongest_link(pattern, ignore=reading.specials)
     show_chart(
@@ -166,8 +168,8 @@ def _focus(reading: Reading) -> None:
     )
     weights = patterns[:, :, query, :]
     offer("heads.focus", query=query, labels=position_labels(tokens), weights=weights)
-    if held_back(HEAD_WEIGHTS):
-        st.info(t("tour.answer_first"))
+    if held_back("heads.head_weights"):
+        show_held_back()
         return
     # Neighbours are skipped too: many heads just look one token back or ahead.
     neighbours = tuple(k for k in (query - 1, query + 1) if 0 <= k < len(tokens))

@@ -11,14 +11,6 @@ from components.ui.runs.heads import CHECKPOINT_KEY, EncoderRun
 from models.analysis.attention_stats import head_statistics, sink_heads, sink_positions
 from models.nets.pretrained import stack_patterns
 
-# What the tour's questions hold back (a question's "hides"), named for what they answer:
-# the charts that draw the heads' weights answer "where does this token look in this
-# head?"; the all-heads chart (its summary counts them) and the head statistics answer
-# "how many heads are sinks?"; the rollout chart answers what it shows.
-HEAD_WEIGHTS = "heads.head_weights"
-SINKS = "heads.sinks"
-ROLLOUT = "heads.rollout"
-
 
 @dataclass(frozen=True)
 class Reading:

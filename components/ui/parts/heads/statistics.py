@@ -11,8 +11,8 @@ from components.i18n import t
 from components.labels import markdown_literal
 from components.summaries import head_statistics_summary
 from components.ui.charts import show_chart
-from components.ui.parts.heads.reading import SINKS, Reading
-from components.ui.tour import held_back, offer
+from components.ui.parts.heads.reading import Reading
+from components.ui.tour import held_back, offer, show_held_back
 
 
 def draw(reading: Reading) -> None:
@@ -30,8 +30,8 @@ def draw(reading: Reading) -> None:
     # sum to over a half is a sink (reading.py, n_sink).
     sink_shares = ("cls", "sep")[: len(sinks)]
     offer("heads.statistics", stats=drawn, sink_shares=sink_shares, n_tokens=len(tokens))
-    if held_back(SINKS):
-        st.info(t("tour.answer_first"))
+    if held_back("heads.sinks"):
+        show_held_back()
         return
     show_chart(
         statistics_grid(
