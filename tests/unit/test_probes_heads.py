@@ -52,7 +52,10 @@ def _offers(patterns: np.ndarray, layer: int, head: int, query: int, tokens=None
                 pattern=patterns[layer, head],
             ),
             "heads.focus": dict(
-                query=query, labels=position_labels(tokens), weights=patterns[:, :, query, :]
+                query=query,
+                tokens=tokens,
+                labels=position_labels(tokens),
+                weights=patterns[:, :, query, :],
             ),
             "heads.statistics": dict(
                 stats=stats, sink_shares=("cls", "sep")[: len(sinks)], n_tokens=n
@@ -78,7 +81,7 @@ def test_most_attended_is_the_largest_raw_score_of_the_focus_token_in_the_chosen
         top = scores[layer, head, query]
         expected_weight = float(torch.exp(top.max()) / torch.exp(top).sum())
         assert run_probe("heads.top_weight", live) == pytest.approx(expected_weight, rel=1e-5)
-        assert run_probe("heads.focus_token", live) == f"{query}:w{query}"
+        assert run_probe("heads.focus_token", live) == f"w{query}"
         assert run_probe("heads.chosen", live, {"what": "layer"}) == layer
         assert run_probe("heads.chosen", live, {"what": "head"}) == head
 

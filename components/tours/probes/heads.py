@@ -55,9 +55,9 @@ def chosen(live: Live, what: str = "layer") -> int:
 
 @probe("heads.focus_token", reads=("heads.focus",))
 def focus_token(live: Live) -> str:
-    """The token chosen under Token focus, as the charts label it."""
+    """The token chosen under Token focus."""
     focus = live.need("heads.focus")
-    return str(focus["labels"][int(focus["query"])])
+    return str(focus["tokens"][int(focus["query"])])
 
 
 def _focus_row(live: Live) -> tuple[np.ndarray, tuple[str, ...]]:

@@ -167,7 +167,8 @@ def _focus(reading: Reading) -> None:
         format_func=partial(_token_option, tokens),
     )
     weights = patterns[:, :, query, :]
-    offer("heads.focus", query=query, labels=position_labels(tokens), weights=weights)
+    labels = position_labels(tokens)
+    offer("heads.focus", query=query, tokens=tokens, labels=labels, weights=weights)
     if held_back("heads.head_weights"):
         show_held_back()
         return
