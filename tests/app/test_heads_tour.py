@@ -30,9 +30,14 @@ def _index_of(title: str) -> int:
     return next(i for i, step in enumerate(TOUR.steps) if step.title["en"] == title)
 
 
+def _choice(at: AppTest, key: str):
+    """A choice's control: buttons for a few options, a list for a sentence's tokens."""
+    return next(w for w in (*at.radio, *at.selectbox) if w.key == key)
+
+
 def _answer(at: AppTest, index: int, value) -> AppTest:
     key = f"tour_answer_{TOUR.id}_{index}"
-    widget = at.radio(key=key) if TOUR.steps[index].question.kind == "choice" else None
+    widget = _choice(at, key) if TOUR.steps[index].question.kind == "choice" else None
     widget = widget or at.number_input(key=key)
     widget.set_value(value)
     return at.button(key="tour_check").click().run()
@@ -51,7 +56,7 @@ def test_the_focus_tokens_favourite_is_read_from_the_revealed_head_chart():
     assert not WEIGHT_CHARTS & chart_keys(at)
     assert messages(at).count(t("tour.answer_first")) == len(WEIGHT_CHARTS)
     assert _verdict(at) is None
-    options = at.radio(key=f"tour_answer_{TOUR.id}_{index}").options
+    options = _choice(at, f"tour_answer_{TOUR.id}_{index}").options
     query = at.session_state["token"]
     assert options[query].endswith(":it")  # the default sentence's focus token
 
