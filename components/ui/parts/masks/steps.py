@@ -1,5 +1,5 @@
 """Attention step by step under a mask: the controls, the run they name (on the lesson's
-random Transformer or a trained one), then one head's ten heatmaps and their checks."""
+random Transformer or a trained one), then the stepper over one head's steps."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import streamlit as st
 
 from components.i18n import current_language, t
 from components.masks_steps import StepCase
-from components.ui.charts import show_chart
+from components.ui.parts.masks import stepper
 from components.ui.parts.masks.reading import SHOWN_TOKENS, encode
 from components.ui.parts.masks.step_controls import StepSetup, step_controls
 from components.ui.runs import masks as runs
@@ -100,19 +100,12 @@ def attention_case(setup: StepSetup, sentence_text: str, second_text: str) -> St
 
 
 def draw_steps(setup: StepSetup, case: StepCase) -> None:
-    """The ten heatmaps of one head's attention, two by two, their checks and the
-    explanation (built once per run, head and language: components/ui/runs/masks.py)."""
+    """One head's attention through the stepper, on its steps built once per run, head
+    and language (components/ui/runs/masks.py)."""
     built = runs.step_charts(
         case, setup.head, setup.cfg.d_head, setup.cfg.d_model, current_language()
     )
-    for pair in range(0, len(built.charts), 2):
-        for column, chart in zip(st.columns(2), built.charts[pair : pair + 2], strict=True):
-            with column:
-                show_chart(chart.figure, key=chart.key, summary=chart.summary, data=chart.data)
-    # The checks and the explanation are one caption: every element costs the server.
-    st.caption(built.checks)
-    if built.fully_masked is not None:
-        st.info(built.fully_masked)
+    stepper.draw(built, case, setup.kind, setup.cfg.d_head)
 
 
 def draw(sentence_text: str, cfg: TransformerConfig) -> None:
