@@ -282,6 +282,7 @@ def row_figure(
     of height 0 labelled `masked_text`: no −∞ is sent."""
     hidden = np.zeros(len(labels), dtype=bool) if masked is None else np.asarray(masked, bool)
     big = len(labels) <= 24
+    with_text = len(labels) <= 40
     traces = []
     for color, (name, values) in zip(BAR_COLORS[1:] + BAR_COLORS[:1], series.items(), strict=False):
         values = np.asarray(values, dtype=np.float64)
@@ -298,7 +299,9 @@ def row_figure(
                 text=[
                     masked_text if h else f"{v:{value_format}}"
                     for v, h in zip(shown, hidden, strict=True)
-                ],
+                ]
+                if with_text
+                else None,
                 textposition="outside",
                 textfont=dict(size=17 if big and len(series) == 1 else 12),
                 cliponaxis=False,
@@ -307,12 +310,12 @@ def row_figure(
         )
     layout = _layout(
         title,
-        360,
-        70,
+        240,
+        40,
         xaxis=dict(title=dict(text=x_title), type="category", tickangle=-45),
         yaxis=dict(zeroline=True, zerolinecolor="#444"),
         barmode="group",
         showlegend=len(series) > 1,
-        legend=dict(orientation="h", yanchor="bottom", y=1.02),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"),
     )
     return figure(traces, layout)

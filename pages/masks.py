@@ -17,15 +17,16 @@ enter_lesson()
 cfg = load_transformer("sinusoidal").cfg
 st.header(t("masks.title"))
 st.caption(t("masks.intro"))
-with st.expander(t("masks.about")):
-    st.caption(t("masks.intro_long", **cfg.sizes()))
-    st.caption(t("masks.parts_hint"))
 
 sentence = sentence_or_stop()
 ids, tokens, notes = encode(sentence.text)
 show_notes(notes)
-st.caption(t("masks.tokens", n=len(ids)))
-st.text(" · ".join(tokens))
+count_col, tokens_col, about_col = st.columns([1, 8, 4], vertical_alignment="center")
+count_col.caption(t("masks.tokens", n=len(ids)))
+tokens_col.text(" · ".join(tokens))
+with about_col.expander(t("masks.about")):
+    st.caption(t("masks.intro_long", **cfg.sizes()))
+    st.caption(t("masks.parts_hint"))
 
 # The lesson's parts, one tab each: only the open one is computed, so typing reruns one
 # part. The first holds what the masks do (step by step, and the leakage proof on the

@@ -45,6 +45,10 @@ class StepSetup:
     window: int
     prefix: int
     second_raw: str
+    # Where the notes on what the model reads go: under the line naming the weights.
+    notes: object
+    # Where the batch or the example the mask runs on is written: with the mask's options.
+    options: object
 
 
 def weights_label(weights: str) -> str:
@@ -103,9 +107,11 @@ def step_controls(cfg: TransformerConfig) -> StepSetup:
         else 0
     )
     head = linked_slider(head_col, t("masks.head"), 0, step_cfg.n_heads - 1, 0, key="mask_head")
-    _about_weights(checkpoint, step_stem, kind)
+    about_col, options_col = st.columns(2)
+    notes = _about_weights(about_col, checkpoint, step_stem, kind)
     needs_options = kind in ("padding", "cross", "prefix", "window")
-    with st.expander(t("masks.options", kind=kind_label(kind)), expanded=needs_options):
+    options = options_col.expander(t("masks.options"), expanded=needs_options)
+    with options:
         window_col, prefix_col = st.columns(2)
         window = linked_slider(
             window_col,
@@ -134,19 +140,32 @@ def step_controls(cfg: TransformerConfig) -> StepSetup:
             help=t("masks.second_help"),
         )
         st.caption(t(f"masks.kind.explain.{kind}", prefix=prefix, window=window))
-    return StepSetup(kind, checkpoint, step_stem, step_cfg, layer, head, window, prefix, second_raw)
+    return StepSetup(
+        kind,
+        checkpoint,
+        step_stem,
+        step_cfg,
+        layer,
+        head,
+        window,
+        prefix,
+        second_raw,
+        notes,
+        options,
+    )
 
 
-def _about_weights(checkpoint: Checkpoint | None, stem: str, kind: str) -> None:
-    """One line saying what the shown model reads; the rest one click away."""
+def _about_weights(where, checkpoint: Checkpoint | None, stem: str, kind: str):
+    """An expander named by what the shown model reads, holding the rest; returned for
+    the notes on what the model reads."""
     if checkpoint is None:
         reads = "random"
     elif kind == "cross":
         reads = "cross"
     else:
         reads = "sentence" if checkpoint.task.get("name") == "lm" else "task"
-    st.caption(t(f"masks.weights.shown.{reads}"))
-    with st.expander(t("masks.weights.more")):
+    about = where.expander(t(f"masks.weights.shown.{reads}"))
+    with about:
         if checkpoint is None:
             st.caption(t("masks.weights.about.random"))
         else:
@@ -162,3 +181,4 @@ def _about_weights(checkpoint: Checkpoint | None, stem: str, kind: str) -> None:
                 on_click=set_state,
                 args=({"mask_layer": i_layer, "mask_head": i_head},),
             )
+    return about

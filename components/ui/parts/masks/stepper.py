@@ -30,7 +30,7 @@ def stage_controls(tokens: tuple[str, ...]) -> tuple[str, int]:
     """The stage (a selectbox between Back and Next) and the query row followed."""
     back_col, stage_col, next_col, query_col = st.columns([1, 3, 1, 4], vertical_alignment="bottom")
     stage = linked_selectbox(
-        stage_col, t("masks.stage"), STAGES, STAGES[0], key=STAGE_KEY, format_func=stage_label
+        stage_col, t("masks.steps.title"), STAGES, STAGES[0], key=STAGE_KEY, format_func=stage_label
     )
     index = STAGES.index(stage)
     back_col.button(

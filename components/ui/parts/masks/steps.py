@@ -68,7 +68,7 @@ def attention_case(setup: StepSetup, sentence_text: str, second_text: str) -> St
             source_ids, target_ids, source_tokens, target_tokens = ts.translation_example(
                 checkpoint.task
             )
-            st.text(" ".join(source_tokens) + "  →  " + " ".join(target_tokens))
+            setup.options.text(" ".join(source_tokens) + "  →  " + " ".join(target_tokens))
         return StepCase.translation(
             setup.stem, source_ids, target_ids, layer, source_tokens, target_tokens
         )
@@ -91,8 +91,9 @@ def attention_case(setup: StepSetup, sentence_text: str, second_text: str) -> St
         ]
         row = masks.padded_row(lengths)
         query_ids, query_tokens, length = [int(i) for i in batch[row]], rows[row], lengths[row]
-        st.caption(t("masks.padding.batch", row=row + 1, length=length, padded=len(query_ids)))
-        st.text("\n".join(" · ".join(r) for r in rows))
+        with setup.options:
+            st.caption(t("masks.padding.batch", row=row + 1, length=length, padded=len(query_ids)))
+            st.text("\n".join(" · ".join(r) for r in rows))
     allowed = masks.allowed_mask(
         setup.kind, len(query_ids), length=length, prefix=setup.prefix, window=setup.window
     )
@@ -110,7 +111,6 @@ def draw_steps(setup: StepSetup, case: StepCase) -> None:
 
 def draw(sentence_text: str, cfg: TransformerConfig) -> None:
     """The section on the visitor's sentence; `cfg` is the lesson's random Transformer's."""
-    st.subheader(t("masks.steps.title"))
     setup = step_controls(cfg)
     checkpoint, kind = setup.checkpoint, setup.kind
     second = prepare_sentence(setup.second_raw)
@@ -120,11 +120,12 @@ def draw(sentence_text: str, cfg: TransformerConfig) -> None:
     if needs_second:
         show_notes([note for note in second.notes if note.code != "empty_text"])
     try:
-        case = (
-            None
-            if needs_second and second.is_empty
-            else attention_case(setup, sentence_text, second.text)
-        )
+        with setup.notes:
+            case = (
+                None
+                if needs_second and second.is_empty
+                else attention_case(setup, sentence_text, second.text)
+            )
     except NothingToRead:
         case = None
         st.info(t("masks.weights.nothing"))
