@@ -96,6 +96,8 @@ def draw(built: StepCharts, case: StepCase, kind: str, d_head: int) -> None:
         q=steps["hook_q"],
         k=steps["hook_k"],
         v=steps["hook_v"],
+        qk=steps["qk"],
+        scaled=steps["scaled"],
         scores=steps["hook_attn_scores"],
         pattern=steps["hook_pattern"],
         z=steps["hook_z"],
