@@ -14,7 +14,7 @@ from components.ui.charts import show_chart
 from components.ui.linked import linked_slider
 from components.ui.runs import masks as runs
 from components.ui.runs.shared import load_tokenizer
-from components.ui.tour import held_back, offer
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis import kv_cache
 from models.nets.transformer import TransformerConfig
 
@@ -112,7 +112,7 @@ def draw(ids: list[int], cfg: TransformerConfig) -> None:
         )
     with kv_right:
         if held_back("kv_macs"):  # a tour asks what a step costs before showing it
-            st.info(t("tour.answer_first"))
+            show_held_back()
         else:
             show_chart(
                 per_step_figure(macs_cached, macs_full, "macs"),

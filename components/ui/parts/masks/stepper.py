@@ -16,7 +16,7 @@ from components.masks_steps import KEY_STAGES, STAGES, StepCase, StepCharts, que
 from components.ui.charts import show_chart
 from components.ui.linked import linked_selectbox, linked_slider, set_state
 from components.ui.parts.masks.reading import SHOWN_TOKENS
-from components.ui.tour import held_back, offer
+from components.ui.tour import held_back, offer, show_held_back
 
 STAGE_KEY = "mask_step"
 QUERY_KEY = "mask_query"
@@ -104,7 +104,7 @@ def draw(built: StepCharts, case: StepCase, kind: str, d_head: int) -> None:
     )
     row_key = f"mask_row_{stage}"
     if held_back(row_key):
-        st.info(t("tour.answer_first"))
+        show_held_back()
         return
     row = query_row(steps, stage, query)
     token = case.query_tokens[query]
