@@ -3,6 +3,8 @@ random Transformer or a trained one), then the stepper over one head's steps."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from components.i18n import current_language, t
@@ -119,16 +121,17 @@ def draw(sentence_text: str, cfg: TransformerConfig) -> None:
     )
     if needs_second:
         show_notes([note for note in second.notes if note.code != "empty_text"])
-    try:
-        with setup.notes:
-            case = (
-                None
-                if needs_second and second.is_empty
-                else attention_case(setup, sentence_text, second.text)
-            )
-    except NothingToRead:
-        case = None
-        st.info(t("masks.weights.nothing"))
+    case = None
+    if not (needs_second and second.is_empty):
+        try:
+            with setup.notes:
+                case = attention_case(setup, sentence_text, second.text)
+        except NothingToRead:
+            # The first view follows the sentence whatever it is: the random weights'
+            # tokenizer reads anything.
+            st.info(t("masks.weights.nothing"))
+            setup = replace(setup, checkpoint=None, stem="", cfg=cfg)
+            case = attention_case(setup, sentence_text, second.text)
     if needs_second and second.is_empty:
         st.info(t("masks.second_needed"))
     if case is not None:
