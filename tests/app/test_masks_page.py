@@ -25,7 +25,7 @@ STEP_CHARTS = [f"mask_step_{step}" for step in STEPS]
 # The charts of each of the lesson's parts, one tab each; the first is open by default, on
 # the stepper's first stage (its query row, and X behind the full matrices' expander).
 PART_CHARTS = {
-    "masks": {"mask_row_x", "mask_step_x_query", "mask_leakage"},
+    "masks": {"mask_row", "mask_step_x_query", "mask_leakage"},
     "scale": {"scale_variance", "scale_entropy", "scale_max"},
     "kv": {"kv_cache_k", "kv_cache_v", "kv_time", "kv_macs", "kv_difference"},
     "cost": {"cost_time", "cost_memory"},
@@ -72,7 +72,7 @@ def test_every_mask_kind_draws_every_step_and_masks_exactly_what_it_should(kind)
     for stage in STAGES:
         _no_failure(_open_stage(at, stage))
         stage_charts = {f"mask_step_{step}" for step in STAGE_STEPS[stage]}
-        assert _chart_keys(at) == {f"mask_row_{stage}", *stage_charts, "mask_leakage"}
+        assert _chart_keys(at) == {"mask_row", *stage_charts, "mask_leakage"}
         drawn |= stage_charts
         assert all(
             "Infinity" not in json.dumps(s) and "NaN" not in json.dumps(s) for s in chart_specs(at)
@@ -190,7 +190,7 @@ def test_cross_attention_queries_the_sentence_and_keys_the_second_one():
     scores = chart(at, "mask_step_qk")["data"][0]
     assert scores["x"] == ["0:我", "1:爱", "2:你"]
     assert scores["y"][1] == "1:cat"
-    assert chart(at, "mask_row_qk")["data"][0]["x"] == ["0:我", "1:爱", "2:你"]
+    assert chart(at, "mask_row")["data"][0]["x"] == ["0:我", "1:爱", "2:你"]
     _no_failure(_open_stage(at, "qkv"))
     assert chart(at, "mask_step_hook_k")["data"][0]["y"] == ["0:我", "1:爱", "2:你"]
 
@@ -221,7 +221,7 @@ def test_an_empty_second_sentence_asks_for_one_and_the_rest_still_draws():
     _no_failure(at)
     assert any("needs a second sentence" in m for m in messages(at))
     assert "mask_leakage" in _chart_keys(at)
-    assert not {*STEP_CHARTS, *(f"mask_row_{stage}" for stage in STAGES)} & _chart_keys(at)
+    assert not {*STEP_CHARTS, "mask_row"} & _chart_keys(at)
 
 
 def test_a_hostile_second_sentence_is_cleaned_noted_and_escaped():

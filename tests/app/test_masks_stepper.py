@@ -30,7 +30,8 @@ def _stage(at, stage: str):
 
 def _bars(at, stage: str) -> list[np.ndarray]:
     """The values each series of the stage's row chart draws."""
-    return [plotly_array(trace["y"]) for trace in chart(at, f"mask_row_{stage}")["data"]]
+    assert at.session_state["mask_step"] == stage
+    return [plotly_array(trace["y"]) for trace in chart(at, "mask_row")["data"]]
 
 
 def _softmax(scores: np.ndarray) -> np.ndarray:
@@ -72,11 +73,11 @@ def test_each_stage_draws_the_query_row_computed_with_numpy_from_q_k_v(weights, 
     np.testing.assert_allclose(before, qk, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(after, scaled, rtol=1e-4, atol=1e-5)
     _stage(at, "mask")
-    row = chart(at, "mask_row_mask")["data"][0]
+    row = chart(at, "mask_row")["data"][0]
     np.testing.assert_allclose(plotly_array(row["y"]), np.where(allowed, scaled, 0), atol=1e-5)
     assert [label == "−∞" for label in row["text"]] == list(~allowed)
     _stage(at, "softmax")
-    row = chart(at, "mask_row_softmax")["data"][0]
+    row = chart(at, "mask_row")["data"][0]
     np.testing.assert_allclose(plotly_array(row["y"]), weights_row, atol=1e-5)
     assert all(row["text"][i] == "0" for i in np.flatnonzero(~allowed))
     summary = next(c for c in at.caption.values if "gives its largest weight" in c)
@@ -97,7 +98,7 @@ def test_back_and_next_walk_the_stages_in_order():
         walked.append(at.session_state["mask_step"])
     assert tuple(walked) == STAGES
     assert at.button(key="mask_step_next").disabled
-    assert "mask_row_z" in {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
+    assert "mask_row" in {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
     at.button(key="mask_step_back").click().run()
     assert at.session_state["mask_step"] == "softmax"
 
@@ -105,7 +106,7 @@ def test_back_and_next_walk_the_stages_in_order():
 def test_a_link_opens_a_stage_and_a_query_in_either_language_and_a_bad_stage_is_noted():
     at = open_lesson("masks", SENTENCE, mask_weights=RANDOM, mask_step="softmax", mask_query="3")
     _no_failure(at)
-    assert "'on'" in chart(at, "mask_row_softmax")["layout"]["title"]["text"]
+    assert "'on'" in chart(at, "mask_row")["layout"]["title"]["text"]
     at = open_lesson("masks", SENTENCE, mask_step="⑥ softmax：权重")  # a Chinese visitor's link
     _no_failure(at)
     assert at.session_state["mask_step"] == "softmax"
@@ -118,17 +119,17 @@ def test_a_link_opens_a_stage_and_a_query_in_either_language_and_a_bad_stage_is_
 def test_a_query_past_the_end_follows_the_last_token():
     at = open_lesson("masks", SENTENCE, mask_weights=RANDOM, mask_step="qk", mask_query="30")
     _no_failure(at)
-    assert "'warm'" in chart(at, "mask_row_qk")["layout"]["title"]["text"]
+    assert "'warm'" in chart(at, "mask_row")["layout"]["title"]["text"]
 
 
 def test_the_first_view_follows_the_typed_sentence():
     at = open_lesson("masks", "the cat sat", mask_step="softmax")
     _no_failure(at)
-    first = chart(at, "mask_row_softmax")["data"][0]
+    first = chart(at, "mask_row")["data"][0]
     assert first["x"][:4] == ["0:t", "1:h", "2:e", "3:␣"]
     at.text_input("sentence").input("my cat sat on the warm laptop").run()
     _no_failure(at)
-    typed = chart(at, "mask_row_softmax")["data"][0]
+    typed = chart(at, "mask_row")["data"][0]
     assert typed["x"][:4] == ["0:m", "1:y", "2:␣", "3:c"]
     assert len(typed["x"]) == len("my cat sat on the warm laptop")
     assert any(e.label.startswith("Reads your sentence") for e in at.expander)

@@ -51,34 +51,34 @@ def test_the_tour_has_five_to_nine_steps_two_questions_and_a_task():
 
 def test_the_quoted_scores_are_the_ones_the_scale_step_draws():
     at = _step(3)
-    before, after = (plotly_array(tr["y"]) for tr in chart(at, "mask_row_scale")["data"])
+    before, after = (plotly_array(tr["y"]) for tr in chart(at, "mask_row")["data"])
     top = int(np.argmax(before))
     assert f"Its highest score, {before[top]:.2f} with '" in _panel(at)
     assert f"√d_k = {math.sqrt(16):.2f} and becomes {after[top]:.2f}" in _panel(at)
-    labels = chart(at, "mask_row_scale")["data"][0]["x"]
+    labels = chart(at, "mask_row")["data"][0]["x"]
     assert f"with '{labels[top].split(':', 1)[1]}'" in _panel(at)
 
 
 def test_the_task_is_done_only_once_nothing_is_masked():
     at = _step(4)
     done = "✅ **" + t("tour.task")  # the task's mark: ⬜ until the live chart shows it
-    masked = chart(at, "mask_row_mask")["data"][0]["text"].count("−∞")
+    masked = chart(at, "mask_row")["data"][0]["text"].count("−∞")
     assert masked == len(SENTENCE) - 2  # query 1 sees keys 0 and 1
     assert f"the {masked} of {len(SENTENCE)} keys" in _panel(at)
     assert done not in _panel(at)
     at.session_state["mask_kind"] = "window"  # still masks some keys: not done
     at.run()
-    assert chart(at, "mask_row_mask")["data"][0]["text"].count("−∞") > 0
+    assert chart(at, "mask_row")["data"][0]["text"].count("−∞") > 0
     assert done not in _panel(at)
     at.session_state["mask_kind"] = "none"
     at.run()
-    assert chart(at, "mask_row_mask")["data"][0]["text"].count("−∞") == 0
+    assert chart(at, "mask_row")["data"][0]["text"].count("−∞") == 0
     assert done in _panel(at)
 
 
 def test_the_softmax_question_hides_its_chart_and_reveals_the_weight_it_draws():
     at = _step(5)
-    assert "mask_row_softmax" not in _chart_keys(at)
+    assert "mask_row" not in _chart_keys(at)
     assert "mask_step_hook_pattern" not in _chart_keys(at)
     assert t("tour.answer_first") in messages(at)
     assert "The chart gives" not in _panel(at)
@@ -87,7 +87,7 @@ def test_the_softmax_question_hides_its_chart_and_reveals_the_weight_it_draws():
     )
     at = _answer(at, 5, 0.5)
     assert at.error and not at.success
-    weights = plotly_array(chart(at, "mask_row_softmax")["data"][0]["y"])
+    weights = plotly_array(chart(at, "mask_row")["data"][0]["y"])
     pattern = heatmap_grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])
     assert weights[2] == 0 and np.isnan(pattern[1, 2])  # masked: drawn as 0, hidden cell
     revealed = re.search(r"The chart gives (\S+)\. Under the causal mask", _panel(at))

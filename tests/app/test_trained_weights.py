@@ -34,8 +34,8 @@ from models.training.train import CHECKPOINT_DIR
 
 SENTENCE = "the cat sat on the mat"
 # The masks lesson draws one stage of its stepper at a time: its first, X, by default.
-FIRST_STAGE_CHARTS = {"mask_row_x", "mask_step_x_query"}
-SOFTMAX_CHARTS = {"mask_row_softmax", "mask_step_hook_pattern"}
+FIRST_STAGE_CHARTS = {"mask_row", "mask_step_x_query"}
+SOFTMAX_CHARTS = {"mask_row", "mask_step_hook_pattern"}
 RECURRENT_CHARTS = {"rc_distance", "rc_jacobian", "rc_units", "rc_gates_lstm", "rc_gates_gru"}
 # The recurrent lesson's parts that draw them, each opened by its link (one tab at a time).
 RECURRENT_PARTS = ("theory", "units", "gates")

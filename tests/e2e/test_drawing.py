@@ -31,7 +31,7 @@ SENTENCE = "Extraordinarily 我 counterrevolutionary <b>zebras</b> 😀 sang ton
 # chart on the page" may be a few.
 KEYS_BY_LESSON = {
     "positional": ("pe_heatmap", "pe_order_max", "pe_order_tokens"),
-    "masks": ("mask_row_x", "mask_row_scale", "mask_row_mask", "mask_row_softmax", "mask_leakage"),
+    "masks": ("mask_row", "mask_leakage"),
     "recurrent": (
         "rc_distance",
         "rc_theory",
@@ -44,12 +44,13 @@ KEYS_BY_LESSON = {
 # A lesson whose charts sit in several parts (one tab open at a time): each part, opened by
 # its link, and the charts it draws.
 PARTS_BY_LESSON = {
-    # The stepper draws one stage's query row at a time (its heatmaps wait in an expander).
+    # The stepper draws one stage's query row at a time, under one key (its heatmaps wait in
+    # an expander): four of its stages, each opened by its link.
     "masks": {
-        "mask_step=x": ("mask_row_x", "mask_leakage"),
-        "mask_step=scale": ("mask_row_scale",),
-        "mask_step=mask": ("mask_row_mask",),
-        "mask_step=softmax": ("mask_row_softmax",),
+        "mask_step=x": ("mask_row", "mask_leakage"),
+        "mask_step=scale": ("mask_row",),
+        "mask_step=mask": ("mask_row",),
+        "mask_step=softmax": ("mask_row",),
     },
     "recurrent": {
         "rc_part=distance": ("rc_distance",),

@@ -102,8 +102,10 @@ def draw(built: StepCharts, case: StepCase, kind: str, d_head: int) -> None:
         pattern=steps["hook_pattern"],
         z=steps["hook_z"],
     )
-    row_key = f"mask_row_{stage}"
-    if held_back(row_key):
+    # One chart follows the row through the stages: a tour's question holds it back at
+    # every stage until it is answered.
+    row_key = "mask_row"
+    if held_back("mask_row"):
         show_held_back()
         return
     row = query_row(steps, stage, query)
