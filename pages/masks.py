@@ -21,7 +21,7 @@ st.caption(t("masks.intro"))
 sentence = sentence_or_stop()
 ids, tokens, notes = encode(sentence.text)
 show_notes(notes)
-count_col, tokens_col, about_col = st.columns([1, 8, 4], vertical_alignment="center")
+count_col, tokens_col, about_col = st.columns([1.3, 8, 4], vertical_alignment="center")
 count_col.caption(t("masks.tokens", n=len(ids)))
 tokens_col.text(" · ".join(tokens))
 with about_col.expander(t("masks.about")):

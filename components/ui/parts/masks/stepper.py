@@ -20,6 +20,9 @@ from components.ui.tour import held_back, offer, show_held_back
 
 STAGE_KEY = "mask_step"
 QUERY_KEY = "mask_query"
+# The query followed at first: early enough in a sentence that a causal mask hides keys
+# after it, late enough that it sees a few before it.
+DEFAULT_QUERY = 5
 
 
 def stage_label(stage: str) -> str:
@@ -51,7 +54,7 @@ def stage_controls(tokens: tuple[str, ...]) -> tuple[str, int]:
     )
     # Fixed bounds keep a shared link meaningful; past the end means the last query.
     chosen = linked_slider(
-        query_col, t("masks.query"), 0, SHOWN_TOKENS - 1, SHOWN_TOKENS - 1, key=QUERY_KEY
+        query_col, t("masks.query"), 0, SHOWN_TOKENS - 1, DEFAULT_QUERY, key=QUERY_KEY
     )
     return stage, min(chosen, len(tokens) - 1)
 
