@@ -266,7 +266,6 @@ def intro(cfg, key: str, name: str) -> None:
         st.caption(t("heads.intro_decoder", model=name, family=family, **sizes))
     else:
         st.caption(t("heads.intro_encoder", model=name, family=family, **sizes))
-    offer_reader(key)
     if cfg.causal:
         st.info(t("heads.causal"))
     if cfg.n_kv_heads < cfg.n_heads:
