@@ -25,6 +25,7 @@ from components.summaries import (
 from components.ui.charts import show_chart
 from components.ui.linked import linked_multiselect, linked_selectbox, linked_slider
 from components.ui.runs.positional import learned_table, order_effects, pair_distances
+from components.ui.tour import held_back, offer
 from models.analysis import positional as pe
 
 
@@ -35,7 +36,7 @@ def order_label(order: str) -> str:
 def draw(cfg, ids: tuple[int, ...], tokens: list[str]) -> None:
     """The table over your sentence and past its end; what reordering your tokens changes."""
     n = len(tokens)
-    draw_table(cfg, n)
+    draw_table(cfg, tokens)
     st.subheader(t("positional.order.title"))
     if n < 2:
         st.info(t("positional.order.too_short"))
@@ -53,13 +54,17 @@ def draw(cfg, ids: tuple[int, ...], tokens: list[str]) -> None:
     st.dataframe(pa.table(table), hide_index=True, width="content")
 
 
-def draw_table(cfg, n: int) -> None:
-    """The sinusoidal or learned table over the sentence and past its end."""
-    st.subheader(t("positional.table.title"))
+def draw_table(cfg, tokens: list[str]) -> None:
+    """The sinusoidal or learned table over the sentence and past its end, its positions
+    named by the sentence's tokens."""
+    n = len(tokens)
     span = min(max(2 * n, n + 32), cfg.n_ctx)
-    left, right = st.columns(2)
+    # The lesson's first view: its controls and what they draw beside the chart, so the
+    # chart opens in view.
+    controls, shown = st.columns([1, 2.4])
+    controls.subheader(t("positional.table.title"))
     table_scheme = linked_selectbox(
-        left,
+        controls,
         t("positional.table.scheme"),
         ("sinusoidal", "learned"),
         "sinusoidal",
@@ -67,7 +72,7 @@ def draw_table(cfg, n: int) -> None:
         format_func=scheme_label,
     )
     dims = linked_multiselect(
-        right,
+        controls,
         t("positional.table.dims"),
         range(cfg.d_model),
         [0, 1, 20, 40],
@@ -80,18 +85,20 @@ def draw_table(cfg, n: int) -> None:
     end_text = t("positional.sentence_end")
     positions = np.arange(span)
     dims = sorted(dims)
+    offer("positional.table", table=table, scheme=table_scheme, n=n, span=span, dims=dims)
     # One chart: the table and, under it, the chosen dimensions over the same positions;
     # the download holds the whole table (the curves are columns of it).
-    show_chart(
-        encoding_figure(table, dims, n, end_text=end_text),
-        key="pe_heatmap",
-        summary=SEPARATOR.join(
-            [encoding_summary(table, n)] + ([waves_summary(table, dims)] if dims else [])
-        ),
-        data={"position": positions, "dimension": np.arange(cfg.d_model), "value": table}
-        | {t("chart.dim", dim=d): table[:, d] for d in dims},
-    )
-    st.caption(
+    with shown:
+        show_chart(
+            encoding_figure(table, dims, n, end_text=end_text, tokens=tokens),
+            key="pe_heatmap",
+            summary=SEPARATOR.join(
+                [encoding_summary(table, n)] + ([waves_summary(table, dims)] if dims else [])
+            ),
+            data={"position": positions, "dimension": np.arange(cfg.d_model), "value": table}
+            | {t("chart.dim", dim=d): table[:, d] for d in dims},
+        )
+    controls.caption(
         t(
             f"positional.table.explain.{table_scheme}",
             span=span,
