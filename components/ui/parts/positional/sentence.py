@@ -25,7 +25,7 @@ from components.summaries import (
 from components.ui.charts import show_chart
 from components.ui.linked import linked_multiselect, linked_selectbox, linked_slider
 from components.ui.runs.positional import learned_table, order_effects, pair_distances
-from components.ui.tour import held_back, offer
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis import positional as pe
 
 
@@ -42,7 +42,7 @@ def draw(cfg, ids: tuple[int, ...], tokens: list[str]) -> None:
         st.info(t("positional.order.too_short"))
         notes = []
     else:
-        notes = [draw_order(ids, tokens)]
+        notes = [note for note in [draw_order(ids, tokens)] if note]
     pairs, schemes, pooled = zip(*pair_distances(), strict=True)
     st.caption("\n\n".join([*notes, t("positional.order.pairs")]))
     # An Arrow table is drawn as it is; rows of dicts would go through pandas first.
@@ -134,13 +134,20 @@ def draw_order(ids: tuple[int, ...], tokens: list[str]) -> str:
     perm = effects["perm"]
     st.caption(t("positional.order.reordered"))
     st.text(" · ".join(tokens[i] for i in perm))
-    bar_col, token_col = st.columns([1, 2])
-    largest = {scheme_label(s): effects[s]["max_error"] for s in pe.SCHEMES}
+    max_error = {s: effects[s]["max_error"] for s in pe.SCHEMES}
     moved = {s: effects[s]["per_token"] for s in pe.SCHEMES}
+    offer("positional.order", max_error=max_error, per_token=moved, order=order, perm=perm)
+    # A tour's question on what reordering changes waits for the learner's prediction: both
+    # charts and the sentence that reads them.
+    if held_back("positional.order"):
+        show_held_back()
+        return ""
+    bar_col, token_col = st.columns([1, 2])
+    largest = {scheme_label(s): max_error[s] for s in pe.SCHEMES}
     with bar_col:
         show_chart(
             error_bars_figure(
-                {s: effects[s]["max_error"] for s in pe.SCHEMES},
+                max_error,
                 title=t("positional.order.max_title"),
                 y_title=t("chart.max_error"),
                 threshold=1e-5,
