@@ -178,3 +178,14 @@ def begin_tour(page: str, present: bool):
         _apply_step(tour, index)
     run.tour, run.index = tour, index
     return where
+
+
+def start_link(where, tour_id: str, label: str | None = None) -> None:
+    """A link to a tour's first step (on the home page): opening it starts the tour."""
+    tour = tours()[tour_id]
+    where.page_link(
+        lesson_named(tour.steps[0].lesson).file,
+        label=label or say(tour.title),
+        icon="🧭",
+        query_params=step_link(tour, 0),
+    )
