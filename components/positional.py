@@ -49,7 +49,9 @@ def _position_ticks(tokens: Sequence[str], n_pos: int) -> dict:
         tickmode="array",
         tickvals=[*range(n), *past],
         ticktext=[*token_labels(tokens), *map(str, past)],
-        tickangle=-60,
+        # Upright and small: a position is about ten pixels wide on a lesson's chart.
+        tickangle=-90,
+        tickfont=dict(size=10),
     )
 
 
