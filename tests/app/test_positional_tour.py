@@ -107,6 +107,7 @@ def test_the_reordering_question_is_judged_by_the_lowest_bar_it_held_back():
     step = _step_of("sentence", "positional.blind_to_reorder")
     at = _open(step, sentence="dog bites man in the park")
     assert not _drawn(at) & {"pe_order_max", "pe_order_tokens"}
+    assert not at.dataframe, "the classic pairs show the same blindness: they wait too"
     assert "pe_heatmap" in _drawn(at)
     at = _answer(at, step, 0)  # sinusoidal
     bars = chart(at, "pe_order_max")["data"][0]
@@ -117,6 +118,7 @@ def test_the_reordering_question_is_judged_by_the_lowest_bar_it_held_back():
     at = _answer(_again(at), step, options.index(lowest))
     assert _verdict(at)
     assert f"**{lowest}**" in _panel(at)
+    assert at.dataframe  # answered: the pairs are back
 
 
 def test_the_trained_question_is_judged_by_the_heads_curve_after_training():

@@ -38,11 +38,18 @@ def draw(cfg, ids: tuple[int, ...], tokens: list[str]) -> None:
     n = len(tokens)
     draw_table(cfg, tokens)
     st.subheader(t("positional.order.title"))
+    # A tour's question on what reordering changes waits for the learner's prediction:
+    # the charts of the reordered sentence, the sentence that reads them and the classic
+    # pairs below (they show the same blindness).
+    hidden = held_back("positional.order")
     if n < 2:
         st.info(t("positional.order.too_short"))
         notes = []
     else:
-        notes = [note for note in [draw_order(ids, tokens)] if note]
+        notes = [draw_order(ids, tokens, hidden)]
+    if hidden:
+        show_held_back()
+        return
     pairs, schemes, pooled = zip(*pair_distances(), strict=True)
     st.caption("\n\n".join([*notes, t("positional.order.pairs")]))
     # An Arrow table is drawn as it is; rows of dicts would go through pandas first.
@@ -109,9 +116,9 @@ def draw_table(cfg, tokens: list[str]) -> None:
     )
 
 
-def draw_order(ids: tuple[int, ...], tokens: list[str]) -> str:
+def draw_order(ids: tuple[int, ...], tokens: list[str], hidden: bool = False) -> str:
     """What reordering the tokens changes under each encoding; returns what the charts show,
-    for the one caption under them and the table below."""
+    for the one caption under them and the table below (`hidden`: offered, not drawn)."""
     order_col, seed_col = st.columns(2)
     order = linked_selectbox(
         order_col,
@@ -137,10 +144,7 @@ def draw_order(ids: tuple[int, ...], tokens: list[str]) -> str:
     max_error = {s: effects[s]["max_error"] for s in pe.SCHEMES}
     moved = {s: effects[s]["per_token"] for s in pe.SCHEMES}
     offer("positional.order", max_error=max_error, per_token=moved, order=order, perm=perm)
-    # A tour's question on what reordering changes waits for the learner's prediction: both
-    # charts and the sentence that reads them.
-    if held_back("positional.order"):
-        show_held_back()
+    if hidden:  # offered, not drawn: the charts wait for a tour question's answer
         return ""
     bar_col, token_col = st.columns([1, 2])
     largest = {scheme_label(s): max_error[s] for s in pe.SCHEMES}
