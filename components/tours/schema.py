@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from components.i18n import LANGUAGES
+from components.i18n import LANGUAGES, current_language
 from components.lessons import LESSONS, lesson_named
 from components.tours.probes import PROBES
 
@@ -96,6 +96,11 @@ def _texts(raw, where: str) -> Texts:
         if not isinstance(text, str) or not text.strip():
             raise TourError(f"{where}: the {language} text is empty")
     return MappingProxyType(dict(raw))
+
+
+def say(texts: Texts, language: str | None = None) -> str:
+    """A tour's text in `language` (default: the current one)."""
+    return texts[language or current_language()]
 
 
 def placeholders(text: str) -> set[str]:
@@ -252,4 +257,7 @@ def tours() -> Mapping[str, Tour]:
 
 
 def tour_of_lesson(lesson: str) -> Tour | None:
+    """The lesson's own tour (None for the home page, whose tours cross the lessons)."""
+    if not lesson:
+        return None
     return next((tour for tour in tours().values() if tour.lesson == lesson), None)

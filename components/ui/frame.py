@@ -26,6 +26,8 @@ from components.ui.inputs import parse_choice
 from components.ui.pass_ahead import ask_pass_ahead, keep_pass_ahead_for
 from components.ui.sentence import PAUSE_READER, SENTENCE_KEY, sentence_box, show_notes
 from components.ui.streamlit_patches import started_as_a_legacy_page
+from components.ui.tour import begin_tour
+from components.ui.tour_panel import finish_tour
 from components.ui.training_status import show_run_in_sidebar
 from models.serving.fair_slots import Run, SessionRuns, Superseded
 from models.serving.runtime import (
@@ -244,13 +246,17 @@ def run_app() -> None:
     if not password_passed():
         return
     sentence_box(page.url_path)
+    tour_panel = begin_tour(page.url_path, present)
     format_choices()
     if page.url_path != "training":  # the lab asks about its run itself
         show_run_in_sidebar()
     _run.inside = True
     try:
         with first_runs_in_turn(page.url_path), runs_in_turn(this_run):
-            page.run()
+            try:
+                page.run()
+            finally:  # also when the page stopped early (an empty sentence): the tour stays
+                finish_tour(tour_panel)
         # Drawn: what the sentence box's pause is read with can come in now (sentence.py).
         import_in_turn(PAUSE_READER)
         # What the page's first run imported and cached stays out of every later

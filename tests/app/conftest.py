@@ -53,6 +53,16 @@ def messages(at: AppTest) -> list[str]:
     return [el.value for kind in ("info", "warning", "error") for el in getattr(at, kind)]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def background_work_ends_with_the_session():
+    """What the app started in this process (training threads, the forward worker's child)
+    ends with the session, as at a server's end: nothing is left inside torch at exit."""
+    yield
+    import streamlit as st
+
+    st.cache_resource.clear()
+
+
 @pytest.fixture(params=[lesson.url_path for lesson in LESSONS])
 def lesson_path(request) -> str:
     return request.param

@@ -161,7 +161,12 @@ def load_visitor_store():
     return store
 
 
-@st.cache_resource(show_spinner=False)
+def _close_job_manager(manager) -> None:
+    manager.close()
+
+
+# Released when the cache is cleared (a test session's end): the runs stop, the threads end.
+@st.cache_resource(show_spinner=False, on_release=_close_job_manager)
 def load_job_manager():
     """One queue for the whole server: at most MAX_RUNNING training runs at once. Its state
     folder, where `python -m models.training.jobs clear` leaves its request, is the visitor
