@@ -30,7 +30,9 @@ def _share(value: float) -> str:
 
 
 def draw(text: str) -> None:
-    st.subheader(t("training.ngram.title"))
+    # A bold line, not a heading: the tab names the part, and the lab's first chart stays
+    # in view at 1400×1000.
+    st.markdown(f"**{t('training.ngram.title')}**")
     baseline = json.loads((CHECKPOINT_DIR / LM_BASELINE_FILE).read_text(encoding="utf-8"))
     orders = np.asarray(baseline["orders"])
     unseen = np.asarray(baseline["unseen_share"], dtype=np.float64)
