@@ -1,5 +1,9 @@
 """The lessons, in menu order: one entry per file in pages/. Plain data, no st.*.
 
+The order follows the road the home page tells: recurrent networks first (the n-gram
+baseline they beat is a part of the training lab), then attention (the heads), what a
+Transformer adds to it (positions, masks), and last the lab that trains them all side by side.
+
 `url_path` is the file's stem: on a fresh server Streamlit may run a deep-linked
 file alone (see components/frame.py), and it finds the file by that name.
 """
@@ -25,6 +29,16 @@ class Lesson:
 
 
 LESSONS: tuple[Lesson, ...] = (
+    Lesson(
+        "pages/recurrent.py",
+        "recurrent",
+        "🔁",
+        "nav.recurrent",
+        "home.recurrent",
+        "rc_part",
+        ("distance", "theory", "clipping", "units", "gates"),
+        "recurrent.part",
+    ),
     Lesson(
         "pages/heads.py",
         "heads",
@@ -54,16 +68,6 @@ LESSONS: tuple[Lesson, ...] = (
         "mask_part",
         ("masks", "scale", "kv", "cost"),
         "masks.part",
-    ),
-    Lesson(
-        "pages/recurrent.py",
-        "recurrent",
-        "🔁",
-        "nav.recurrent",
-        "home.recurrent",
-        "rc_part",
-        ("distance", "theory", "clipping", "units", "gates"),
-        "recurrent.part",
     ),
     Lesson(
         "pages/training.py",

@@ -159,7 +159,7 @@ def begin_tour(page: str, present: bool):
     tour, index, note = _tour_in_link()
     if note is not None:
         show_notes([note])
-    where = st.container(border=True) if present else st.sidebar.container(border=True)
+    where = st.container() if present else st.sidebar.container()
     if tour is None:
         own = tour_of_lesson(page)
         if own is not None:
@@ -177,7 +177,7 @@ def begin_tour(page: str, present: bool):
     if st.session_state.get(_APPLIED_KEY) != (tour.id, index):
         _apply_step(tour, index)
     run.tour, run.index = tour, index
-    return where
+    return where.container(border=True)
 
 
 def start_link(where, tour_id: str, label: str | None = None) -> None:

@@ -127,7 +127,8 @@ def _task(step: Step, live) -> None:
 
 
 def _navigation(tour: Tour, index: int) -> None:
-    back, number, forward = st.columns([1, 1.2, 1], vertical_alignment="center")
+    st.caption(t("tour.step_of", step=index + 1, steps=len(tour.steps)))
+    back, forward = st.columns(2)
     back.button(
         t("tour.back"),
         key="tour_back",
@@ -136,7 +137,6 @@ def _navigation(tour: Tour, index: int) -> None:
         args=(tour.id, index - 1),
         width="stretch",
     )
-    number.caption(t("tour.step_of", step=index + 1, steps=len(tour.steps)))
     last = index == len(tour.steps) - 1
     forward.button(
         t("tour.done") if last else t("tour.next"),
