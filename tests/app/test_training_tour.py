@@ -65,6 +65,9 @@ def test_the_first_step_quotes_the_length_of_the_sentence_typed():
     for sentence in ("The river", "老师笑了，她就点亮这盏灯"):
         at.text_input(key="sentence").set_value(sentence).run()
         assert f"Your sentence has {len(sentence)} characters." in _panel(at)
+    at.text_input(key="sentence").set_value("Hi").run()  # no 4-gram to count
+    assert "Of its 4-grams (runs of four characters), – never occur" in _panel(at)
+    assert "nan" not in _panel(at)
 
 
 def test_the_task_is_done_only_once_every_4_gram_of_the_sentence_is_in_the_story():

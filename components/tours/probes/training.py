@@ -42,20 +42,29 @@ def n_chars(live: Live) -> int:
     return len(live.need("training.sparsity")["chars"])
 
 
-@probe("training.unseen", reads=("training.sparsity",))
-def unseen(live: Live, n: int = 4, text: str = "sentence") -> float:
-    """The share of the n-grams of the sentence (or of the held-out text) never seen in
-    training, as the unseen n-grams chart draws it."""
+# What a quote shows where the run has no number (a sentence shorter than n, say).
+NO_NUMBER = "–"
+
+
+def _unseen_share(live: Live, n: int, text: str) -> float:
     sparsity = live.need("training.sparsity")
     if text not in ("sentence", "held_out"):
         raise ValueError(f"text is 'sentence' or 'held_out', not {text!r}")
     return float(sparsity[text][_order_index(sparsity["orders"], n)])
 
 
+@probe("training.unseen", reads=("training.sparsity",))
+def unseen(live: Live, n: int = 4, text: str = "sentence") -> float | str:
+    """The share of the n-grams of the sentence (or of the held-out text) never seen in
+    training, as the unseen n-grams chart draws it; "–" for a sentence shorter than n."""
+    share = _unseen_share(live, n, text)
+    return share if np.isfinite(share) else NO_NUMBER
+
+
 @probe("training.all_seen", reads=("training.sparsity",))
 def all_seen(live: Live, n: int = 4) -> bool:
     """Done when the sentence has n-grams and the training text contains every one."""
-    share = unseen(live, n=n)
+    share = _unseen_share(live, n, "sentence")
     return bool(np.isfinite(share) and share == 0.0)
 
 
@@ -164,12 +173,14 @@ def _mean_bits(bits) -> float:
 
 
 @probe("training.mean_bits", reads=("training.surprisal",))
-def mean_bits(live: Live, model: str = "LSTM") -> float:
+def mean_bits(live: Live, model: str = "LSTM") -> float | str:
     """Mean surprisal in bits per character of the sentence under `model` ("ngram" for the
-    n-gram baseline), over the characters the model can score, as the chart draws it."""
+    n-gram baseline), over the characters the model can score, as the chart draws it; "–"
+    when it can score none."""
     offered = live.need("training.surprisal")
     name = offered["ngram"] if model == "ngram" else model
-    return _mean_bits(offered["bits"][name])
+    mean = _mean_bits(offered["bits"][name])
+    return mean if np.isfinite(mean) else NO_NUMBER
 
 
 @probe("training.least_surprised", reads=("training.surprisal",))
