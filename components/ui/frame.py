@@ -22,6 +22,7 @@ from components.lessons import LESSONS
 from components.ui.charts import PRESENTING_KEY, fetch_chart_library, format_choices
 from components.ui.class_password import password_passed
 from components.ui.client import client_address
+from components.ui.glossary import glossary_button
 from components.ui.inputs import parse_choice
 from components.ui.pass_ahead import ask_pass_ahead, keep_pass_ahead_for
 from components.ui.sentence import PAUSE_READER, SENTENCE_KEY, sentence_box, show_notes
@@ -230,7 +231,8 @@ def run_app() -> None:
     fetch_chart_library()
     # The title and, at its right, the language control, drawn first (see language_selector);
     # the title goes into its slot once the language is known.
-    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+    top_bar = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+    with top_bar:
         heading = st.container()
         language_selector()
         present, present_note = presenter_toggle()
@@ -240,6 +242,7 @@ def run_app() -> None:
     # (which then holds only the image and data format choices) starts collapsed.
     st.set_page_config(initial_sidebar_state="collapsed" if present else "auto")
     page = st.navigation(_menu(), position="top" if present else "sidebar")
+    glossary_button(top_bar, page.url_path)  # beside the presenter switch
     keep_pass_ahead_for(page.url_path)
     heading.title(t("app.title"))
     heading.caption(t("app.tagline"))

@@ -21,11 +21,13 @@ from components.lessons import lesson_named
 from components.tours.probes import Live
 from components.tours.schema import STEP_KEY, TOUR_KEY, Tour, say, tour_of_lesson, tours
 from components.ui.inputs import parse_number
+from components.ui.linked import forget_handed_over, hand_over_link_values
 from components.ui.sentence import SENTENCE_KEY, show_notes
 from models.text import Note
 
-# Link keys the frame keeps in the address bar itself; a step's link carries them on.
-_KEPT_KEYS = ("lang", "present", SENTENCE_KEY)
+# Link keys the frame keeps in the address bar itself (the sentence's box writes its own):
+# a step's link carries them on.
+_FRAME_KEYS = ("lang", "present")
 # The step whose controls were last set: (tour id, step index). A rerun of the same step
 # keeps what the learner changed since; a new step, or a new session, sets them again.
 _APPLIED_KEY = "_tour_applied"
@@ -92,14 +94,20 @@ def show_held_back() -> None:
 # --- following the link ----------------------------------------------------------------
 
 
-def step_link(tour: Tour, index: int) -> dict[str, str | list[str]]:
-    """The query of a step's link: the tour, the step (from 1), the step's part and
-    controls, and the frame's own settings as the address bar has them."""
+def step_link(tour: Tour, index: int, controls: bool = True) -> dict[str, str | list[str]]:
+    """The query of a step's link: the frame's settings and the sentence as the address bar
+    has them, the tour, the step (from 1) and, with `controls`, the step's part and controls.
+
+    Within a lesson, controls are bound to the address bar, which Streamlit then does not let
+    anyone else write: a step reached by Next hands its values to the controls instead (and
+    they write them to the address bar), so its switch of page carries only the rest."""
+    kept = (*_FRAME_KEYS, SENTENCE_KEY) if controls else _FRAME_KEYS
     query: dict[str, str | list[str]] = {
-        key: st.query_params.get_all(key) for key in _KEPT_KEYS if key in st.query_params
+        key: st.query_params.get_all(key) for key in kept if key in st.query_params
     }
     query.update({TOUR_KEY: tour.id, STEP_KEY: str(index + 1)})
-    query.update(tour.steps[index].link())
+    if controls:
+        query.update(tour.steps[index].link())
     return query
 
 
@@ -114,6 +122,7 @@ def leave_tour() -> None:
         if key in st.query_params:
             del st.query_params[key]
     st.session_state.pop(_APPLIED_KEY, None)
+    forget_handed_over()
 
 
 def _follow_goto() -> None:
@@ -126,7 +135,10 @@ def _follow_goto() -> None:
 
 def _switch_to(tour: Tour, index: int) -> None:
     """Open step `index`'s lesson with the step's link (the rest of this run is not drawn)."""
-    st.switch_page(lesson_named(tour.steps[index].lesson).file, query_params=step_link(tour, index))
+    st.switch_page(
+        lesson_named(tour.steps[index].lesson).file,
+        query_params=step_link(tour, index, controls=False),
+    )
 
 
 def _tour_in_link() -> tuple[Tour | None, int, Note | None]:
@@ -145,9 +157,8 @@ def _tour_in_link() -> tuple[Tour | None, int, Note | None]:
 
 def _apply_step(tour: Tour, index: int) -> None:
     """Set the step's part and controls as its link does, before any of them is drawn."""
-    for key, value in tour.steps[index].link().items():
-        st.session_state.pop(key, None)  # the link's value, not the last one drawn
-        st.query_params[key] = value
+    values = tour.steps[index].link().items()
+    hand_over_link_values({key: [v] if isinstance(v, str) else v for key, v in values})
     st.session_state[_APPLIED_KEY] = (tour.id, index)
 
 

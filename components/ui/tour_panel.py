@@ -23,6 +23,7 @@ from components.ui import tour as tours_now
 _log = logging.getLogger(__name__)
 # How far a number answer may be from 0 and how many characters it is read with.
 _NUMBER_LIMIT = 1e12
+_RADIO_OPTIONS = 6
 
 
 class _NotDrawn(Exception):
@@ -90,7 +91,9 @@ def _question(tour: Tour, index: int, question: Question, live, quotes: dict[str
     if isinstance(answer, Choice):
         labels = answer.options and tuple(markdown_literal(o) for o in answer.options)
         labels = labels or tuple(say(question.options))
-        st.radio(
+        # A few options side by side to read at a glance; a sentence's tokens in a list.
+        ask = st.radio if len(labels) <= _RADIO_OPTIONS else st.selectbox
+        ask(
             t("tour.your_answer"),
             range(len(labels)),
             index=None,

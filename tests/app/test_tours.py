@@ -58,8 +58,13 @@ def _verdicts(at: AppTest) -> tuple[list[str], list[str]]:
     return [s.value for s in at.success], [e.value for e in at.error]
 
 
+def _choice(at: AppTest, key: str):
+    """A choice's control: buttons for a few options, a list for many."""
+    return next(w for w in (*at.radio, *at.selectbox) if w.key == key)
+
+
 def _answer(at: AppTest, key: str, kind: str, value) -> AppTest:
-    widget = at.radio(key=key) if kind == "choice" else at.number_input(key=key)
+    widget = _choice(at, key) if kind == "choice" else at.number_input(key=key)
     widget.set_value(value)
     return at.button(key="tour_check").click().run()
 
@@ -78,7 +83,7 @@ def _answers_in_turn(at: AppTest, tour_id: str, index: int, language: str) -> Ap
     assert not any(_verdicts(at)), "no verdict before an answer"
 
     first = 0 if question.kind == "choice" else 987654.0
-    options = at.radio(key=key).options if question.kind == "choice" else []
+    options = _choice(at, key).options if question.kind == "choice" else []
     at = _answer(at, key, question.kind, first)
     right, wrong = _verdicts(at)
     assert len(right) + len(wrong) == 1, (right, wrong)

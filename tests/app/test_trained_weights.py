@@ -57,11 +57,17 @@ def _finite(at) -> bool:
 # --- the recurrent lesson ------------------------------------------------------------------
 
 
-def test_recurrent_lesson_opens_on_the_shipped_copy_models_and_says_so():
-    at = open_lesson("recurrent", SENTENCE)
+def test_recurrent_lesson_shows_the_shipped_copy_models_one_switch_away_and_says_so():
+    # The first view reads the visitor's sentence; a link naming the trained weights opens them.
+    assert open_lesson("recurrent", SENTENCE).selectbox(key="rc_weights").value == "constructed"
+    shipped = {"rc_weights": ts.SHIPPED_SOURCE}
+    at = open_lesson("recurrent", SENTENCE, **shipped)
     _no_failure(at)
     assert at.selectbox(key="rc_weights").value == ts.SHIPPED_SOURCE
-    parts = {part: open_lesson("recurrent", SENTENCE, rc_part=part) for part in RECURRENT_PARTS}
+    parts = {
+        part: open_lesson("recurrent", SENTENCE, rc_part=part, **shipped)
+        for part in RECURRENT_PARTS
+    }
     for opened in parts.values():
         _no_failure(opened)
         assert opened.selectbox(key="rc_weights").value == ts.SHIPPED_SOURCE
@@ -89,7 +95,7 @@ def test_recurrent_lesson_opens_on_the_shipped_copy_models_and_says_so():
 
 def test_the_trained_view_takes_r_from_the_trained_w_hh_not_from_the_disabled_slider():
     # The slider says r = 0.5; the trained weights must ignore it.
-    at = open_lesson("recurrent", SENTENCE, rc_part="theory")
+    at = open_lesson("recurrent", SENTENCE, rc_part="theory", rc_weights=ts.SHIPPED_SOURCE)
     at.session_state["rc_radius"] = 0.5
     at.run()
     _no_failure(at)

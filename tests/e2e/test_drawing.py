@@ -58,7 +58,9 @@ KEYS_BY_LESSON = {
 PARTS_BY_LESSON = {
     "recurrent": {
         "rc_part=distance": ("rc_distance",),
-        "rc_part=theory": ("rc_theory", "rc_jacobian"),
+        # The step spectra wait for a click on the visitor's own sentence: the trained
+        # weights read their task's sequence, where they are always drawn.
+        "rc_part=theory&rc_weights=copy-lag20": ("rc_theory", "rc_jacobian"),
         "rc_part=clipping": ("rc_clip_bars", "rc_clip_lines"),
     },
     "training": {
