@@ -76,7 +76,7 @@ LESSONS: tuple[Lesson, ...] = (
         "nav.training",
         "home.training",
         "tr_part",
-        ("lag", "ngram", "heads", "yours"),
+        ("ngram", "lag", "heads", "yours"),
         "training.part",
     ),
 )

@@ -350,17 +350,17 @@ class JobManager:
                 error = None
             except Exception as exc:  # a failed run must not take the worker down
                 status, error = FAILED, f"{type(exc).__name__}: {exc}"
+            # Saved before the run is marked finished: a page that sees it done finds its models.
+            if status != FAILED and job.step > 0 and self.on_finish is not None:
+                try:
+                    self.on_finish(job)
+                except Exception as exc:  # saving is best effort; say so on the page
+                    error = f"{type(exc).__name__}: {exc}"
             with self._lock:
                 job.status, job.error = status, error
                 job.finished = self.clock()
                 self._running -= 1
                 self._budget.settle(job.id, job.cost_so_far)
-            if status != FAILED and job.step > 0 and self.on_finish is not None:
-                try:
-                    self.on_finish(job)
-                except Exception as exc:  # saving is best effort; say so on the page
-                    with self._lock:
-                        job.error = f"{type(exc).__name__}: {exc}"
             job.trainers.clear()  # the models live on in the visitor's folder, not in memory
 
     def _train(self, job: Job) -> None:

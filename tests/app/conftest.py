@@ -71,7 +71,7 @@ def lesson_path(request) -> str:
 # Links that open a lesson's other tabs (only the open tab is drawn), for the tests that
 # look at every chart a lesson sends.
 OTHER_TABS = {
-    "training": [{"tr_part": part} for part in ("ngram", "heads", "yours")],
+    "training": [{"tr_part": part} for part in ("lag", "heads", "yours")],
     "heads": [{"ablate": "L3 H1"}, {"view": "rollout"}],
     "masks": [{"mask_part": part} for part in ("scale", "kv", "cost")],
     "positional": [{"pe_view": view} for view in ("sinusoidal", "rope", "trained")],

@@ -427,3 +427,16 @@ def test_closing_stops_every_run_and_ends_the_worker_threads():
     assert manager.snapshot(training.id).step < 3000
     assert manager.snapshot(waiting.id).status == STOPPED
     assert manager.snapshot(waiting.id).step == 0
+
+
+def test_a_run_is_marked_done_only_once_its_models_are_saved():
+    saved = []
+
+    def slow_save(job):
+        threading.Event().wait(0.3)  # a save that takes a moment, as a disk under load does
+        saved.append(job.id)
+
+    manager = JobManager(max_running=1, on_finish=slow_save, recipe_for=lambda *_: TINY)
+    job = manager.submit(who("a"), run(steps=2))
+    assert manager.wait(job.id).status == DONE
+    assert saved == [job.id]
