@@ -209,6 +209,9 @@ def load_job_manager():
         store.prune()
         task = job.trainers and next(iter(job.trainers.values())).task
         stamp = time.strftime("%H%M%S")  # one for the run: its models' names go together
+        # Saved before the queue marks the run finished (models/training/jobs.py): its
+        # length is measured now, on the queue's clock (time.monotonic).
+        seconds = (job.finished or time.monotonic()) - job.started
         for kind, trainer in job.trainers.items():
             store.save(
                 job.requester.visitor,
@@ -216,7 +219,7 @@ def load_job_manager():
                 trainer.model,
                 stamp=stamp,
                 task=task.config(),
-                training=trainer.metadata(job.finished - job.started),
+                training=trainer.metadata(seconds),
                 metrics=job.results.get(kind, {}),
             )
 
