@@ -88,6 +88,20 @@ def _question(tour: Tour, index: int, question: Question, live, quotes: dict[str
     answer = _probed(question.probe, question.params, live)
     st.markdown("**" + say(question.ask).format(**quotes, answer="?") + "**")
     key = f"tour_answer_{tour.id}_{index}"
+    # In a form: choosing or typing an answer sends nothing; checking it is one run.
+    with st.form(key=f"tour_form_{tour.id}_{index}", border=False):
+        labels = _answer_control(question, answer, key)
+        st.form_submit_button(
+            t("tour.check"),
+            key="tour_check",
+            type="primary",
+            on_click=_judge,
+            args=(tour.id, index, answer, labels, key),
+        )
+
+
+def _answer_control(question: Question, answer, key: str) -> tuple[str, ...]:
+    """The control a question is answered with; the labels of a choice's options."""
     if isinstance(answer, Choice):
         labels = answer.options and tuple(markdown_literal(o) for o in answer.options)
         labels = labels or tuple(say(question.options))
@@ -100,8 +114,8 @@ def _question(tour: Tour, index: int, question: Question, live, quotes: dict[str
             key=key,
             format_func=partial(_option_label, labels),
         )
-    elif isinstance(answer, Number):
-        labels = ()
+        return labels
+    if isinstance(answer, Number):
         st.number_input(
             t("tour.your_answer"),
             min_value=-_NUMBER_LIMIT,
@@ -110,15 +124,8 @@ def _question(tour: Tour, index: int, question: Question, live, quotes: dict[str
             key=key,
             format="%g",
         )
-    else:
-        raise TypeError(f"probe {question.probe} gave {type(answer).__name__}, not an answer")
-    st.button(
-        t("tour.check"),
-        key="tour_check",
-        type="primary",
-        on_click=_judge,
-        args=(tour.id, index, answer, labels, key),
-    )
+        return ()
+    raise TypeError(f"probe {question.probe} gave {type(answer).__name__}, not an answer")
 
 
 def _task(step: Step, live) -> None:

@@ -31,10 +31,10 @@ def _panel(at: AppTest) -> str:
 
 
 def test_the_bigram_question_holds_its_chart_back_and_is_judged_by_the_chart_s_numbers():
-    at = _step(2, "Lin said")
+    at = _step(1, "Lin said")
     assert "tr_ngram_next" not in chart_keys(at)
     assert t("tour.answer_first", "en") in messages(at)
-    radio = at.sidebar.radio(key="tour_answer_training_1")
+    radio = at.sidebar.radio(key="tour_answer_training_0")
     follows = Counter(TRAIN[i + 1] for i in range(len(TRAIN) - 1) if TRAIN[i] == "L")
     counted = follows.most_common(1)[0][0]
     assert counted in radio.options  # the likeliest follower, among the sentence's letters
@@ -47,8 +47,8 @@ def test_the_bigram_question_holds_its_chart_back_and_is_judged_by_the_chart_s_n
 
 
 def test_a_wrong_prediction_is_marked_wrong():
-    at = _step(2, "Lin said")
-    radio = at.sidebar.radio(key="tour_answer_training_1")
+    at = _step(1, "Lin said")
+    radio = at.sidebar.radio(key="tour_answer_training_0")
     wrong = next(i for i, option in enumerate(radio.options) if option != "i")
     follows = Counter(TRAIN[i + 1] for i in range(len(TRAIN) - 1) if TRAIN[i] == "L")
     assert follows.most_common(1)[0][0] == "i"  # "Lin", the story's boy
@@ -60,8 +60,8 @@ def test_a_wrong_prediction_is_marked_wrong():
     ]
 
 
-def test_the_first_step_quotes_the_length_of_the_sentence_typed():
-    at = _step(1)
+def test_the_second_step_quotes_the_length_of_the_sentence_typed():
+    at = _step(2)
     for sentence in ("The river", "老师笑了，她就点亮这盏灯"):
         at.text_input(key="sentence").set_value(sentence).run()
         assert f"Your sentence has {len(sentence)} characters." in _panel(at)

@@ -8,6 +8,7 @@ from dataclasses import replace
 import streamlit as st
 
 from components.i18n import current_language, t
+from components.labels import markdown_literal
 from components.masks_steps import StepCase
 from components.ui.parts.masks import stepper
 from components.ui.parts.masks.reading import SHOWN_TOKENS, encode
@@ -77,9 +78,6 @@ def attention_case(setup: StepSetup, sentence_text: str, second_text: str) -> St
     query_ids, query_tokens = step_input(checkpoint, sentence_text)
     if not query_ids:  # every character unknown to the trained model
         raise NothingToRead
-    if checkpoint is not None:
-        st.caption(t("masks.weights.reads", n=len(query_ids)))
-        st.text(" · ".join(query_tokens))
     length = len(query_ids)
     if setup.kind == "padding":
         second_ids, second_tokens = step_input(checkpoint, second_text, second=True)
@@ -135,4 +133,9 @@ def draw(sentence_text: str, cfg: TransformerConfig) -> None:
     if needs_second and second.is_empty:
         st.info(t("masks.second_needed"))
     if case is not None:
+        if setup.checkpoint is not None and setup.kind != "cross":
+            # What the trained model reads (its characters, or its task's own sequence) in
+            # view above its steps: the token line at the top is the random Transformer's.
+            read = markdown_literal(" · ".join(case.query_tokens))  # inert: the visitor's
+            st.caption(f"{t('masks.weights.reads', n=len(case.query_tokens))} {read}")
         draw_steps(setup, case)
