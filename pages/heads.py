@@ -25,6 +25,7 @@ from components.ui.parts.heads.model_picker import (
     intro,
     load_or_stop,
     model_name,
+    offer_reader,
     refusal_text,
 )
 from components.ui.parts.heads.reading import read
@@ -43,6 +44,7 @@ with picker:
     model_key = cached_key(choose_model())
 encoder = load_or_stop(model_key)
 st.caption(t("heads.opening", n_layers=encoder.cfg.n_layers, n_heads=encoder.cfg.n_heads))
+offer_reader(model_key)  # a sentence mostly in Chinese: the model that reads it
 
 sentence = sentence_or_stop()
 
