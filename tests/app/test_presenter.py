@@ -97,7 +97,7 @@ LONGEST = " ".join(["the cat sat on a mat"] * (MAX_CHARS // 21 + 1))[:MAX_CHARS]
 
 def test_on_the_longest_sentence_no_chart_is_taller_than_the_projectors_screen(lesson_path):
     """Every chart of every tab, drawn for the projector, fits a 1080-px screen under the
-    page's top bar (the browser measures the same, tests/e2e/test_presenter_heights.py)."""
+    page's top bar (the browser measures the same, tests/e2e/test_presenter_heights_browser.py)."""
     seen = 0
     for at in every_tab(lesson_path, LONGEST, present="1"):
         assert not at.exception, [e.value for e in at.exception]
