@@ -22,6 +22,8 @@ SENTENCE_VIEWS = {"recurrent": {"rc_weights": "constructed"}, "training": {"tr_p
 # lesson with its tour open at the first step: the step's panel (text, quotes, question) is
 # filled in every rerun, so keystroke → chart is measured with a tour open too.
 TOUR_VIEWS = {"heads+tour": ("heads", {"tour": "heads", "step": "1"})}
+# The same tour step added to the typing tab's link (bench/keystrokes.py).
+TOUR_QUERY = urlencode(TOUR_VIEWS["heads+tour"][1])
 
 
 def pages() -> list[tuple[str, str]]:

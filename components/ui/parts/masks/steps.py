@@ -8,7 +8,6 @@ from dataclasses import replace
 import streamlit as st
 
 from components.i18n import current_language, t
-from components.labels import markdown_literal
 from components.masks_steps import StepCase
 from components.ui.parts.masks import stepper
 from components.ui.parts.masks.reading import SHOWN_TOKENS, encode
@@ -136,6 +135,7 @@ def draw(sentence_text: str, cfg: TransformerConfig) -> None:
         if setup.checkpoint is not None and setup.kind != "cross":
             # What the trained model reads (its characters, or its task's own sequence) in
             # view above its steps: the token line at the top is the random Transformer's.
-            read = markdown_literal(" · ".join(case.query_tokens))  # inert: the visitor's
-            st.caption(f"{t('masks.weights.reads', n=len(case.query_tokens))} {read}")
+            count, line = st.columns([2, 9], vertical_alignment="center")
+            count.caption(t("masks.weights.reads", n=len(case.query_tokens)))
+            line.text(" · ".join(case.query_tokens))  # the visitor's characters: inert
         draw_steps(setup, case)
