@@ -165,9 +165,11 @@ class TypingBench:
         labels: list[str],
         path: str = "heads",
         min_charts: int = 4,
+        query: str = "",
     ):
         self.page = browser.new_page(timeout_ms=120_000)
-        self.page.goto(f"{base_url}/{path}?sentence={quote(sentence)}")
+        before = f"{query}&" if query else ""
+        self.page.goto(f"{base_url}/{path}?{before}sentence={quote(sentence)}")
         self.page.wait_for_function(
             _CHARTS_DRAWN, arg=[f"{CHART}, {GRID}", min_charts], timeout=120_000
         )

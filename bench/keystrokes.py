@@ -1,5 +1,5 @@
 """Keystroke → chart in headless Chromium: one visitor typing fresh sentences of both
-lengths into the attention page."""
+lengths into the attention page (also with its tour open: `query` adds to its link)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,19 @@ from components.ui.inputs import ACTIVE_WINDOW_S
 
 
 def typing_runs(
-    b: browser.Browser, app: App, base_url: str, mk: SentenceMaker, n_short: int, n_long: int
+    b: browser.Browser,
+    app: App,
+    base_url: str,
+    mk: SentenceMaker,
+    n_short: int,
+    n_long: int,
+    query: str = "",
 ) -> dict[int, tuple[list[float], list[str]]]:
     def open_tab(sentence: str) -> browser.TypingBench:
         labels = chart_labels(minilm_tokens(sentence))
-        return browser.TypingBench(b, base_url, sentence, labels, app.path, app.min_charts)
+        return browser.TypingBench(
+            b, base_url, sentence, labels, app.path, app.min_charts, query=query
+        )
 
     # One visitor on an idle server, as the target asks: the sessions of the steps before
     # count as visitors being answered for ACTIVE_WINDOW_S, and the page would set the

@@ -4,9 +4,10 @@ and the first chart of a fresh server over the websocket."""
 from __future__ import annotations
 
 import asyncio
+from urllib.parse import urlencode
 
 from bench.apps import SEQLENS, SHORT, App
-from bench.checks import check_heads_tokens, check_text_charted, check_words_shown
+from bench.checks import TOKEN_CHART_KEYS, check_heads_tokens, check_text_charted, check_words_shown
 from bench.figures import median, ms, percentile
 from bench.rerun import Rerun
 from bench.sentences import SentenceMaker
@@ -17,17 +18,59 @@ from bench.wire import Session, run_async
 # own sequence; the training lab's accuracy against lag): the link that opens their view of
 # the visitor's sentence (the one the checks read).
 SENTENCE_VIEWS = {"recurrent": {"rc_weights": "constructed"}, "training": {"tr_part": "yours"}}
+# Views measured beside the pages, by name: a page and the link that opens it. The attention
+# lesson with its tour open at the first step: the step's panel (text, quotes, question) is
+# filled in every rerun, so keystroke → chart is measured with a tour open too.
+TOUR_VIEWS = {"heads+tour": ("heads", {"tour": "heads", "step": "1"})}
+# The same tour step added to the typing tab's link (bench/keystrokes.py).
+TOUR_QUERY = urlencode(TOUR_VIEWS["heads+tour"][1])
 
 
 def pages() -> list[tuple[str, str]]:
-    """(url path, title): the home page (the frame alone), then every lesson in LESSONS."""
+    """(url path or view name, title): the home page (the frame alone), every lesson in
+    LESSONS, then the views of TOUR_VIEWS."""
     from components.lessons import LESSONS
 
-    return [("", "home (frame only)")] + [(lesson.url_path, lesson.url_path) for lesson in LESSONS]
+    return (
+        [("", "home (frame only)")]
+        + [(lesson.url_path, lesson.url_path) for lesson in LESSONS]
+        + [
+            (name, f"{path}, tour open (?{urlencode(query)})")
+            for name, (path, query) in TOUR_VIEWS.items()
+        ]
+    )
+
+
+def _opened(page: str) -> tuple[str, dict[str, str]]:
+    """The url path and the link's values a page (or a view) is opened with."""
+    return TOUR_VIEWS.get(page, (page, SENTENCE_VIEWS.get(page, {})))
+
+
+def tour_open(run: Rerun) -> str:
+    """'' unless the page said the link's tour is not one it has (it then runs without)."""
+    from components.i18n import t
+
+    unknown = t("note.tour_unknown", language="en")
+    return f"the tour is not open: {unknown}" if unknown in run.alerts else ""
+
+
+def check_tour_tokens(run: Rerun) -> str:
+    """'' when the heads page's token charts that are drawn show `run.sentence`'s tokens,
+    one at least: the step's question may hold one of them back until it is answered."""
+    from bench.sentences import chart_labels, minilm_tokens
+
+    expected = chart_labels(minilm_tokens(run.sentence)[:128])
+    drawn = {key: run.chart_x(key) for key in TOKEN_CHART_KEYS if run.chart_x(key) is not None}
+    if not drawn:
+        return f"none of {TOKEN_CHART_KEYS} drawn"
+    wrong = [key for key, got in drawn.items() if got != expected]
+    return f"{wrong} charts show other tokens (expected {expected[:6]}…)" if wrong else ""
 
 
 def _check(app: App, page: str, run: Rerun) -> str:
     """'' when the answer shows the visitor's own sentence (the home page shows none)."""
+    if page in TOUR_VIEWS:
+        return tour_open(run) or check_tour_tokens(run)
     if page == app.path:
         return check_heads_tokens(run)
     if page == "training":  # reads the sentence character by character, in one chart
@@ -45,9 +88,12 @@ def server_work(
     async def go() -> list[Rerun]:
         runs = []
         async with Session(port, rerun_timeout_s=60) as s:
-            warm = await s.open_page(page, mk.make(SHORT), **SENTENCE_VIEWS.get(page, {}))
+            path, query = _opened(page)
+            warm = await s.open_page(path, mk.make(SHORT), **query)
             if not warm.ok:
                 raise RuntimeError(f"{page or 'home'}: {warm.error}")
+            if page in TOUR_VIEWS and tour_open(warm):
+                raise RuntimeError(f"{page}: {tour_open(warm)}")
             for _ in range(n):
                 await asyncio.sleep(0.2)
                 run = await s.type_sentence(mk.make(n_tokens))

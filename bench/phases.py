@@ -11,7 +11,7 @@ from bench import bertviz_size, browser
 from bench.apps import LONG, SEQLENS, SHORT, App
 from bench.figures import failed
 from bench.keystrokes import typing_runs
-from bench.pages import pages, server_work, summarize_work, ws_first_chart
+from bench.pages import TOUR_QUERY, pages, server_work, summarize_work, ws_first_chart
 from bench.sentences import SentenceMaker
 from bench.server import Server
 from bench.visitors import typed_load, visitors_at_once
@@ -64,6 +64,11 @@ def measure_app(
             attempt(
                 "typing",
                 lambda: typing_runs(br, app, srv.base_url, mk, args.n_typing, args.n_typing),
+            )
+        if br is not None and app is SEQLENS:
+            attempt(
+                "typing:tour",
+                lambda: typing_runs(br, app, srv.base_url, mk, args.n_typing, 0, TOUR_QUERY),
             )
         attempt("load", lambda: visitors_at_once(srv, app, args, mk))
     finally:

@@ -43,8 +43,12 @@ from components.palette import (
     png_data_uri,
     weights_to_indices,
 )
+from components.projector import MAX_HEIGHT, projected_height
 
 FONT_PX = 14
+# The bar above a grid chart's canvas that holds its save button (assets/grid_chart.js:
+# 1.6rem; 35 px at presenter mode's 22 px text), part of the chart's height on the page.
+SAVE_BAR_PX = 40
 HOVER_FONT_PX = 13
 TOKEN_ANGLE = -60
 WEIGHT_TICKS = [[v, f"{v:g}"] for v in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)]
@@ -179,9 +183,19 @@ def focus_grid(
         column_title=key_title,
         value_title=weight_title,
         separators=[layer * n_heads for layer in range(1, n_layers)],
-        row_size=10,  # a 12 px row per head
-        height=max(500, 12 * n_layers * n_heads + 160),
+        row_size=10,
+        height=focus_height(n_layers * n_heads),
     )
+
+
+# A 12 px row per head, up to the shipped model's 72 heads (1,024 px); a model with more
+# heads keeps that height and draws every head's row thinner (the rows' labels thin out
+# where they would touch; each row still names its head under the pointer).
+FOCUS_ROW_PX, FOCUS_FRAME_PX, FOCUS_MAX_PX = 12, 160, 1024
+
+
+def focus_height(rows: int) -> int:
+    return min(FOCUS_MAX_PX, max(500, FOCUS_ROW_PX * rows + FOCUS_FRAME_PX))
 
 
 # Statistics: two grids to a row, each cell wide enough for its number.
@@ -304,7 +318,8 @@ def all_heads_grid(
 
 
 def enlarged(spec: dict, scale: float) -> dict:
-    """The same chart for a projector: its text and its height `scale` times as large."""
+    """The same chart for a projector: its text and its height `scale` times as large, the
+    height at most the projector's ceiling less the save button's bar above the canvas."""
 
     def bigger(node: dict, keys: tuple[str, ...]) -> dict:
         return {**node, **{k: node[k] * scale for k in keys if k in node}}
@@ -314,4 +329,5 @@ def enlarged(spec: dict, scale: float) -> dict:
         for panel in spec["panels"]
     ]
     sizes = {k: spec[k] * scale for k in ("font", "hover_font")}
-    return {**spec, **sizes, "height": round(spec["height"] * scale), "panels": panels}
+    height = projected_height(spec["height"], scale, MAX_HEIGHT - SAVE_BAR_PX)
+    return {**spec, **sizes, "height": height, "panels": panels}

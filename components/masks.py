@@ -266,3 +266,56 @@ def extreme_cell(
         score[np.asarray(hidden)] = -np.inf
     row, column = np.unravel_index(int(np.argmax(score)), matrix.shape)
     return int(row), int(column), float(matrix[row, column])
+
+
+def row_figure(
+    series: Mapping[str, np.ndarray],
+    labels: Sequence[str],
+    title: str,
+    x_title: str = "",
+    masked: np.ndarray | None = None,
+    masked_text: str = "−∞",
+    value_format: str = ".2f",
+) -> PlainFigure:
+    """One query's row at one step as bars, each bar carrying its number in a large font
+    (the row is at most 40 keys or dimensions). `masked` positions are drawn as grey bars
+    of height 0 labelled `masked_text`: no −∞ is sent."""
+    hidden = np.zeros(len(labels), dtype=bool) if masked is None else np.asarray(masked, bool)
+    big = len(labels) <= 24
+    with_text = len(labels) <= 40
+    traces = []
+    for color, (name, values) in zip(BAR_COLORS[1:] + BAR_COLORS[:1], series.items(), strict=False):
+        values = np.asarray(values, dtype=np.float64)
+        if not np.isfinite(values[~hidden]).all():
+            raise ValueError("a chart was given NaN or inf outside the masked cells")
+        shown = np.where(hidden, 0.0, values)
+        traces.append(
+            dict(
+                type="bar",
+                x=list(labels),
+                y=shown,
+                name=name,
+                marker=dict(color=np.where(hidden, MASKED_COLOR, color).tolist()),
+                text=[
+                    masked_text if h else f"{v:{value_format}}"
+                    for v, h in zip(shown, hidden, strict=True)
+                ]
+                if with_text
+                else None,
+                textposition="outside",
+                textfont=dict(size=17 if big and len(series) == 1 else 12),
+                cliponaxis=False,
+                hovertemplate=f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>",
+            )
+        )
+    layout = _layout(
+        title,
+        240,
+        40,
+        xaxis=dict(title=dict(text=x_title), type="category", tickangle=-45),
+        yaxis=dict(zeroline=True, zerolinecolor="#444"),
+        barmode="group",
+        showlegend=len(series) > 1,
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"),
+    )
+    return figure(traces, layout)

@@ -23,6 +23,42 @@ from components.masks import extreme_cell, shape_text, step_heatmap
 # The steps whose heatmaps are rows of vectors (positions × dimensions), not query × key.
 VECTOR_STEPS = ("x_query", "hook_q", "hook_k", "hook_v", "hook_z")
 
+# The stepper's stages (the link's `mask_step` values), in order, and the heatmaps of the
+# ten steps each one holds behind its "full matrices" expander.
+STAGES = ("x", "qkv", "qk", "scale", "mask", "softmax", "z")
+STAGE_STEPS = {
+    "x": ("x_query",),
+    "qkv": ("hook_q", "hook_k", "hook_v"),
+    "qk": ("qk",),
+    "scale": ("scaled",),
+    "mask": ("mask", "hook_attn_scores"),
+    "softmax": ("hook_pattern",),
+    "z": ("hook_z",),
+}
+# The stages whose row runs over the keys (else over dimensions).
+KEY_STAGES = ("qk", "scale", "mask", "softmax")
+
+
+def query_row(steps: dict[str, np.ndarray], stage: str, query: int) -> dict[str, np.ndarray]:
+    """What one query row is at `stage`: series name → the row's numbers. Q·Kᵀ and the
+    later rows run over the keys, the others over dimensions; the "qkv" stage shows the
+    query's q (K and V have a row per key: in the full matrices)."""
+    if stage == "x":
+        return {"x": steps["x_query"][query]}
+    if stage == "qkv":
+        return {"q": steps["hook_q"][query]}
+    if stage == "qk":
+        return {"q·k": steps["qk"][query]}
+    if stage == "scale":
+        return {"q·k": steps["qk"][query], "q·k ÷ √d_k": steps["scaled"][query]}
+    if stage == "mask":
+        return {"q·k ÷ √d_k + mask": steps["hook_attn_scores"][query]}
+    if stage == "softmax":
+        return {"softmax": steps["hook_pattern"][query]}
+    if stage == "z":
+        return {"z": steps["hook_z"][query]}
+    raise ValueError(f"unknown stage {stage!r}; one of {STAGES}")
+
 
 @dataclass(frozen=True)
 class StepCase:
@@ -90,12 +126,18 @@ class StepChart:
 
 @dataclass(frozen=True)
 class StepCharts:
-    """The ten charts in order (drawn two by two), the checks and explanation under them,
-    and the note on queries that see no key (None when every query sees one)."""
+    """The ten charts in order, the checks and explanation under them, the note on
+    queries that see no key (None when every query sees one), and the steps they draw
+    (read-only: shared by every session)."""
 
     charts: tuple[StepChart, ...]
     checks: str
     fully_masked: str | None
+    steps: dict
+
+    def of_stage(self, stage: str) -> tuple[StepChart, ...]:
+        keys = {f"mask_step_{step}" for step in STAGE_STEPS[stage]}
+        return tuple(chart for chart in self.charts if chart.key in keys)
 
 
 def step_summary(
@@ -133,6 +175,7 @@ def build_step_charts(
         charts,
         _checks(steps, allowed, measures, d_head, language),
         _fully_masked(allowed, measures, language),
+        steps,
     )
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from components.figure import PlainFigure, figure
 from components.i18n import t
+from components.labels import token_labels
 from components.layout import axis, frame_layout, hline, vline
 from components.palette import BLUE, CATEGORICAL, DIVERGING_COLORSCALE
 
@@ -30,6 +31,28 @@ WAVES_GAP = 0.06
 def scheme_label(code: str) -> str:
     """A scheme's name in the current language ("sinusoidal" → "正弦"); other names as given."""
     return t(f"positional.scheme.{code}") if code in SCHEME_COLORS else code
+
+
+# The position axis names each token of a sentence up to this long; a longer one keeps
+# plotly's own numbered ticks (one label per position would overlap).
+TOKEN_TICKS_UP_TO = 40
+
+
+def _position_ticks(tokens: Sequence[str], n_pos: int) -> dict:
+    """Position-axis options: each of the sentence's positions labelled by its token
+    ("3:cat"), then every tenth position past it by its number."""
+    if not tokens or len(tokens) > TOKEN_TICKS_UP_TO:
+        return {}
+    n = len(tokens)
+    past = list(range(-(-n // 10) * 10, n_pos, 10))
+    return dict(
+        tickmode="array",
+        tickvals=[*range(n), *past],
+        ticktext=[*token_labels(tokens), *map(str, past)],
+        # Upright and small: a position is about ten pixels wide on a lesson's chart.
+        tickangle=-90,
+        tickfont=dict(size=10),
+    )
 
 
 # Errors are drawn on a log axis; an exact zero is drawn at this floor instead.
@@ -70,10 +93,16 @@ def _end_marker(at: float, text: str, inside: bool = False) -> dict:
 
 
 def encoding_heatmap(
-    table: np.ndarray, n_sentence: int, title: str = "", end_text: str = ""
+    table: np.ndarray,
+    n_sentence: int,
+    title: str = "",
+    end_text: str = "",
+    tokens: Sequence[str] = (),
 ) -> PlainFigure:
-    """A `[position, dimension]` table: x is the position, y the dimension."""
+    """A `[position, dimension]` table: x is the position, y the dimension; `tokens` (the
+    sentence's) name the positions they sit at."""
     heatmap, xaxis, yaxis = _table_heatmap(table)
+    xaxis |= _position_ticks(tokens, len(table))
     layout = frame_layout(
         title, 420, xaxis=xaxis, yaxis=yaxis, **_end_marker(n_sentence - 0.5, end_text)
     )
@@ -139,13 +168,17 @@ def _wave_traces(table: np.ndarray, dims: Sequence[int]) -> list[dict]:
 
 
 def encoding_figure(
-    table: np.ndarray, dims: Sequence[int], n_sentence: int, end_text: str = ""
+    table: np.ndarray,
+    dims: Sequence[int],
+    n_sentence: int,
+    end_text: str = "",
+    tokens: Sequence[str] = (),
 ) -> PlainFigure:
     """The table as a heatmap and, under it on the same position axis, the chosen
     dimensions as curves (none chosen: the heatmap alone). One chart: zooming into
-    positions zooms both."""
+    positions zooms both. `tokens` (the sentence's) name the positions they sit at."""
     if not dims:
-        return encoding_heatmap(table, n_sentence, end_text=end_text)
+        return encoding_heatmap(table, n_sentence, end_text=end_text, tokens=tokens)
     heatmap, xaxis, yaxis = _table_heatmap(table)
     top = WAVES_SHARE + WAVES_GAP  # the heatmap's panel starts above the curves' one
     heatmap["colorbar"].update(y=top, yanchor="bottom", len=1 - top)
@@ -158,7 +191,7 @@ def encoding_figure(
         # The position axis is drawn once, under the curves; the table follows its zoom.
         xaxis=dict(xaxis, title=None, showticklabels=False, anchor="y", matches="x2"),
         yaxis=dict(yaxis, domain=[top, 1.0]),
-        xaxis2=axis(t("chart.position"), anchor="y2"),
+        xaxis2=axis(t("chart.position"), anchor="y2", **_position_ticks(tokens, len(table))),
         yaxis2=axis(t("chart.value"), anchor="x2", domain=[0.0, WAVES_SHARE]),
         legend=dict(y=WAVES_SHARE, yanchor="top"),
         **end,

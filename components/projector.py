@@ -11,6 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 SCALE = 1.5
+# The projector's screen is 1920×1080: no chart drawn for it is taller, so a chart can be
+# shown whole. Its ceiling leaves room for the page's top bar (the menu: 3.75rem, 82.5 px
+# at presenter mode's 22 px text, measured in Chromium), so a chart scrolled to just
+# under that bar is all in view.
+SCREEN_HEIGHT = 1080
+TOP_BAR = 84
+MAX_HEIGHT = SCREEN_HEIGHT - TOP_BAR
 # Plotly's own defaults, used where a figure leaves a size unset.
 DEFAULT_FONT_SIZE = 12
 DEFAULT_HOVER_FONT_SIZE = 13
@@ -19,9 +26,17 @@ DEFAULT_HEIGHT = 450
 MARGIN_SIDES = frozenset("lrtb")
 
 
+def projected_height(height: float, scale: float = SCALE, ceiling: int = MAX_HEIGHT) -> int:
+    """A chart's height on the projector: `scale` times its own, at most `ceiling`. A chart
+    that would be taller keeps every row and all its text size: its cells are drawn
+    smaller (and a grid chart labels every other row, or fewer, where labels would touch)."""
+    return min(round(height * scale), ceiling)
+
+
 def for_projector(figure: dict, scale: float = SCALE) -> dict:
     """A copy of `figure` (as `fig.to_plotly_json()` gives it) with every font size, the
-    height and the margins multiplied by `scale`; the data unchanged."""
+    height and the margins multiplied by `scale` (the height at most MAX_HEIGHT, see
+    projected_height); the data unchanged."""
     scaled = {
         "data": [_scaled_fonts(trace, scale) for trace in figure.get("data", [])],
         "layout": _scaled_fonts(figure.get("layout", {}), scale),
@@ -32,7 +47,7 @@ def for_projector(figure: dict, scale: float = SCALE) -> dict:
     hover = layout.get("hoverlabel", {})
     hover_font = {"size": DEFAULT_HOVER_FONT_SIZE * scale, **hover.get("font", {})}
     layout["hoverlabel"] = {**hover, "font": hover_font}
-    layout["height"] = round((layout.get("height") or DEFAULT_HEIGHT) * scale)
+    layout["height"] = projected_height(layout.get("height") or DEFAULT_HEIGHT, scale)
     if "margin" in layout:
         layout["margin"] = {
             side: value * scale if side in MARGIN_SIDES and _is_number(value) else value

@@ -1,6 +1,7 @@
 """Figures of the training lab: bars for perplexities, a grid of head scores.
 
-Arrays and labels in, plotly figures out; no st.*, no torch. Line charts (loss curves,
+Arrays and labels in, plotly figures out; no st.*, no torch. Also how a character is
+labelled and a character model's likeliest next characters. Line charts (loss curves,
 accuracy against lag, n-gram sparsity) use components.recurrent.lines_figure.
 """
 
@@ -16,6 +17,23 @@ from components.layout import grid_layout, subplot_suffix
 from components.recurrent import MODEL_COLORS
 
 NGRAM_COLOR = "#7f7f7f"
+# Characters a label would show as nothing: a space, a line break, a tab.
+_SHOWN_AS = {" ": "␣", "\n": "⏎", "\t": "⇥"}
+
+
+def char_label(char: str) -> str:
+    """A character as a chart or an option shows it: a space as ␣, a line break as ⏎."""
+    return escape_label(_SHOWN_AS.get(char, char))
+
+
+def top_next(model, history: str, k: int) -> tuple[tuple[str, ...], np.ndarray]:
+    """The `k` characters of `model.alphabet` most likely after `history` under a character
+    model with `probability(char, history)` (models.analysis.ngram.WittenBell), most likely
+    first (ties in alphabet order), and their probabilities."""
+    alphabet = tuple(model.alphabet)
+    probs = np.asarray([model.probability(c, history) for c in alphabet], dtype=np.float64)
+    order = np.argsort(-probs, kind="stable")[:k]
+    return tuple(alphabet[i] for i in order), probs[order]
 
 
 def bars_figure(
@@ -24,8 +42,10 @@ def bars_figure(
     title: str = "",
     y_title: str = "",
     colors: Sequence[str] | None = None,
+    value_format: str = ".1f",
 ) -> PlainFigure:
-    """One bar per label; non-finite values are left out (a bar of NaN draws nothing true)."""
+    """One bar per label, its value written above it in `value_format`; non-finite values
+    are left out (a bar of NaN draws nothing true)."""
     values = np.asarray(values, dtype=np.float64)
     keep = np.isfinite(values)
     names = [escape_label(label) for label, k in zip(labels, keep, strict=True) if k]
@@ -35,7 +55,7 @@ def bars_figure(
         x=names,
         y=values[keep],
         marker=dict(color=shown),
-        text=[f"{v:.1f}" for v in values[keep]],
+        text=[f"{v:{value_format}}" for v in values[keep]],
         textposition="outside",
         hovertemplate="%{x}: %{y:.2f}<extra></extra>",
     )

@@ -5,7 +5,8 @@ offers (models/serving/catalog.py), a Transformer SeqLens ships trained, or one 
 (models/analysis/trained_attention.py). Below the heads: switching heads off, and attention rollout.
 
 The parts are in components/ui/parts/heads/: the model picker, the overview drawn on every
-run, then one tabbed part at a time (statistics, ablation, rollout).
+run (every head, then the chosen one), then one tabbed part at a time (statistics, ablation,
+rollout). The lesson's tour is assets/tours/heads.json.
 """
 
 import logging
@@ -24,6 +25,7 @@ from components.ui.parts.heads.model_picker import (
     intro,
     load_or_stop,
     model_name,
+    offer_reader,
     refusal_text,
 )
 from components.ui.parts.heads.reading import read
@@ -34,17 +36,24 @@ from models.serving.model_files import ModelRefused
 
 enter_lesson()
 load_grid_charts()
-st.header(t("heads.title"))
-model_key = cached_key(choose_model())
+# The opening: the title beside the model picker, one sentence, the tokens, then the first
+# chart, in view at 1400 × 1000; what the model is and how to read it, one click away.
+title, picker = st.columns([2, 1], vertical_alignment="bottom")
+title.header(t("heads.title"), anchor=False)
+with picker:
+    model_key = cached_key(choose_model())
 encoder = load_or_stop(model_key)
-intro(encoder.cfg, model_key, model_name(model_key))
+st.caption(t("heads.opening", n_layers=encoder.cfg.n_layers, n_heads=encoder.cfg.n_heads))
+offer_reader(model_key)  # a sentence mostly in Chinese: the model that reads it
 
 sentence = sentence_or_stop()
 
 # The shipped model's pass is already running in its worker (ask_pass_ahead): what needs
-# no trace, the layer and head choices, is drawn while it runs, below the slot that then
-# takes the sentence's tokens.
-tokens_slot = st.container()
+# no trace (the model's description, the layer and head choices) is drawn while it runs,
+# below the slots that then take the sentence's tokens and every head.
+tokens_slot, all_heads_slot = st.container(), st.container()
+with st.expander(t("heads.about")):
+    intro(encoder.cfg, model_key, model_name(model_key))
 layer, head = overview.pick_head(encoder.cfg)
 
 with tokens_slot:
@@ -61,24 +70,26 @@ with tokens_slot:
     show_notes(encoder.reading_notes(run.tokenized, sentence.text))
     reads_task = reading.trained and not encoder.reads_sentence
     n_tokens = len(reading.tokens)
-    st.caption(t("heads.trained.task_tokens" if reads_task else "heads.tokens", n=n_tokens))
-    st.text(" · ".join(reading.tokens))
-
-overview.draw(reading, layer, head)
+    count = t("heads.trained.task_tokens" if reads_task else "heads.tokens", n=n_tokens)
+    # A short count on the tokens' line; a longer one (a task's own sequence) above it.
+    count_at, tokens_at = st.columns([1, 9]) if not reads_task else (st, st)
+    count_at.caption(count)
+    tokens_at.text(" · ".join(reading.tokens))
+with all_heads_slot:
+    overview.draw_all(reading, layer, head)
+overview.draw_chosen(reading, layer, head)
 
 # One tab at a time: a keystroke redraws the open tab's part, not all three.
-PARTS = {
+DRAW = {
     "statistics": statistics.draw,
     "ablation": ablation.draw,
     "rollout": rollout.draw,
 }
 view, panel = open_part(
-    PARTS,
-    key="view",
-    labels="heads.view",
+    "heads",
     opened_by={"ablation": ("ablate",), "rollout": ("rollout_layer",)},
 )
 with panel:
-    PARTS[view](reading)
+    DRAW[view](reading)
 # Drawn: the next run may ask for its pass ahead (and the worker starts, the first time).
 leave_pass_ahead("heads", model_key, sentence.text)

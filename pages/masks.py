@@ -16,23 +16,23 @@ enter_lesson()
 # The lesson's shared controls: the sentence, as its random Transformer reads it.
 cfg = load_transformer("sinusoidal").cfg
 st.header(t("masks.title"))
-st.caption(t("masks.intro", **cfg.sizes()))
+st.caption(t("masks.intro"))
 
 sentence = sentence_or_stop()
 ids, tokens, notes = encode(sentence.text)
 show_notes(notes)
-st.caption(t("masks.tokens", n=len(ids)))
-st.text(" · ".join(tokens))
+count_col, tokens_col, about_col = st.columns([1.3, 8, 4], vertical_alignment="center")
+count_col.caption(t("masks.tokens", n=len(ids)))
+tokens_col.text(" · ".join(tokens))
+with about_col.expander(t("masks.about")):
+    st.caption(t("masks.intro_long", **cfg.sizes()))
+    st.caption(t("masks.parts_hint"))
 
 # The lesson's parts, one tab each: only the open one is computed, so typing reruns one
 # part. The first holds what the masks do (step by step, and the leakage proof on the
 # visitor's sentence); the others are labs.
-PARTS = ("masks", "scale", "kv", "cost")
-st.caption(t("masks.parts_hint"))
 part, tab = open_part(
-    PARTS,
-    key="mask_part",
-    labels="masks.part",
+    "masks",
     # A link that sets a lab's control (as links made before the tabs did) opens its tab.
     opened_by={"scale": ("scale_keys",), "kv": ("kv_context", "kv_new", "kv_step")},
 )

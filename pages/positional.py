@@ -22,7 +22,11 @@ enter_lesson()
 # --- shared controls: the lesson's model and the visitor's sentence ---
 cfg = load_transformer("sinusoidal").cfg
 st.header(t("positional.title"))
-st.caption(t("positional.intro", **cfg.sizes()))
+# The opening: two sentences; what the models are and where the numbers come from, a
+# click away.
+st.markdown(t("positional.lead"))
+with st.expander(t("positional.about")):
+    st.caption(t("positional.intro", **cfg.sizes()))
 
 sentence = sentence_or_stop()
 # Read whatever tab is open: a visitor key in the link is taken out of the address bar
@@ -41,17 +45,15 @@ show_notes(
     )
 )
 tokens = list(encoded.tokens)
-st.caption(t("positional.tokens", n=len(tokens)))
-st.text(" · ".join(tokens))
+count, line = st.columns([1, 9])
+count.caption(t("positional.tokens", n=len(tokens)))
+line.text(" · ".join(tokens))
 
 # --- the parts ---
 # One tab at a time: a keystroke redraws the open tab, not the whole lesson. The first
 # tab holds what reads the visitor's sentence; the others read only their own controls.
-PARTS = ("sentence", "sinusoidal", "rope", "trained")
 view, panel = open_part(
-    PARTS,
-    key="pe_view",
-    labels="positional.view",
+    "positional",
     opened_by={
         "sinusoidal": ("pe_offset",),
         "rope": ("pe_shift", "pe_built"),

@@ -23,11 +23,18 @@ enter_lesson()
 
 
 st.header(t("recurrent.title"))
-st.caption(t("recurrent.intro", d_model=load_transformer().cfg.d_model))
+st.caption(t("recurrent.lead"))
 sentence = sentence_or_stop()
 
-# Shared controls: the weights, the input, the loss step, how constructed weights are built.
-chosen = controls.draw()
+# Shared controls: the weights, r and the loss step in one row; below it, folded side by
+# side, the lesson's longer explanation and the other settings (the input, how weights are
+# built, clipping).
+row = st.container()
+about, more = st.columns(2)
+with about.expander(t("recurrent.about"), icon=":material/menu_book:"):
+    st.markdown(t("recurrent.intro", d_model=load_transformer().cfg.d_model))
+    st.markdown(t("recurrent.parts_hint"))
+chosen = controls.draw(row, more.expander(t("recurrent.controls.more"), icon=":material/tune:"))
 read = reading.draw(chosen, sentence)
 
 # The cached run -------------------------------------------------------------------------
@@ -50,12 +57,8 @@ show_breaks(flow)
 
 # The parts, one tab each, in the order each builds on the one before it: only the open
 # one is drawn, from the one run above.
-PARTS = ("distance", "theory", "clipping", "units", "gates")
-st.caption(t("recurrent.parts_hint"))
 part, tab = open_part(
-    PARTS,
-    key="rc_part",
-    labels="recurrent.part",
+    "recurrent",
     # A link that sets a part's control (as links made before the tabs did) opens its tab.
     # The unit part draws the same network control: such a link opens the first of the two.
     opened_by={"clipping": (NETWORK_KEY,)},

@@ -122,9 +122,10 @@ def show_chart(
     """A chart, the one line that says what it shows, and its numbers to download.
 
     `summary` is computed by the page from the numbers drawn (screen readers read it,
-    and it stays legible on a projector); it may quote the visitor's tokens, so it is
-    written as literal text. `data` is only turned into files when a button is clicked.
-    In presenter mode the chart is drawn for a projector (components/projector.py).
+    and in presenter mode it is body text, as large and dark as the page's); it may quote
+    the visitor's tokens, so it is written as literal text. `data` is only turned into
+    files when a button is clicked. In presenter mode the chart is drawn for a projector
+    (components/projector.py).
     A grid chart (a dict from components/grid.py) whose panel may be picked sets
     `picks`' controls, ((row's key, rows), (column's key, columns)), to the row and
     column of the cell the visitor clicks.
@@ -140,7 +141,10 @@ def show_chart(
         return
     with st.container(horizontal=True, vertical_alignment="center", gap="small"):
         if summary is not None:
-            st.caption(markdown_literal(summary), width="stretch")
+            # On a projector the summary is the line the back of the room reads: body text
+            # there (its size, full contrast), a grey caption on a screen.
+            line = st.markdown if st.session_state.get(PRESENTING_KEY) else st.caption
+            line(markdown_literal(summary), width="stretch")
         if data is not None:
             _data_download(key, data)
 

@@ -22,10 +22,13 @@ from components.lessons import LESSONS
 from components.ui.charts import PRESENTING_KEY, fetch_chart_library, format_choices
 from components.ui.class_password import password_passed
 from components.ui.client import client_address
+from components.ui.glossary import glossary_button
 from components.ui.inputs import parse_choice
 from components.ui.pass_ahead import ask_pass_ahead, keep_pass_ahead_for
 from components.ui.sentence import PAUSE_READER, SENTENCE_KEY, sentence_box, show_notes
 from components.ui.streamlit_patches import started_as_a_legacy_page
+from components.ui.tour import begin_tour
+from components.ui.tour_panel import finish_tour
 from components.ui.training_status import show_run_in_sidebar
 from models.serving.fair_slots import Run, SessionRuns, Superseded
 from models.serving.runtime import (
@@ -228,7 +231,8 @@ def run_app() -> None:
     fetch_chart_library()
     # The title and, at its right, the language control, drawn first (see language_selector);
     # the title goes into its slot once the language is known.
-    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+    top_bar = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+    with top_bar:
         heading = st.container()
         language_selector()
         present, present_note = presenter_toggle()
@@ -238,19 +242,24 @@ def run_app() -> None:
     # (which then holds only the image and data format choices) starts collapsed.
     st.set_page_config(initial_sidebar_state="collapsed" if present else "auto")
     page = st.navigation(_menu(), position="top" if present else "sidebar")
+    glossary_button(top_bar, page.url_path)  # beside the presenter switch
     keep_pass_ahead_for(page.url_path)
     heading.title(t("app.title"))
     heading.caption(t("app.tagline"))
     if not password_passed():
         return
     sentence_box(page.url_path)
+    tour_panel = begin_tour(page.url_path, present)
     format_choices()
     if page.url_path != "training":  # the lab asks about its run itself
         show_run_in_sidebar()
     _run.inside = True
     try:
         with first_runs_in_turn(page.url_path), runs_in_turn(this_run):
-            page.run()
+            try:
+                page.run()
+            finally:  # also when the page stopped early (an empty sentence): the tour stays
+                finish_tour(tour_panel)
         # Drawn: what the sentence box's pause is read with can come in now (sentence.py).
         import_in_turn(PAUSE_READER)
         # What the page's first run imported and cached stays out of every later

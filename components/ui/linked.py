@@ -23,6 +23,21 @@ from components.ui.streamlit_patches import correct_bound_link
 # one (layer=99, T=1e9, nan) is clamped or replaced, with a note saying so.
 
 _LINK_NOTES = "_link_notes"
+# Values a tour step sets, as its link does (components/ui/tour.py), read in place of the
+# address bar's when each control is next drawn. Streamlit refuses to write a parameter to
+# the address bar while a control is bound to it, so a step hands its values over here.
+_HANDED_OVER = "_link_values_handed_over"
+
+
+def hand_over_link_values(values: dict[str, list[str]]) -> None:
+    """Controls read `values` as if from a link, the next time each is drawn."""
+    for key in values:
+        st.session_state.pop(key, None)  # the link's value, not the one last drawn
+    st.session_state[_HANDED_OVER] = dict(values)
+
+
+def forget_handed_over() -> None:
+    st.session_state.pop(_HANDED_OVER, None)
 
 
 def _check_link(key: str, parse) -> list[str] | None:
@@ -32,7 +47,8 @@ def _check_link(key: str, parse) -> list[str] | None:
     notes = st.session_state.setdefault(_LINK_NOTES, {})
     if key in st.session_state:
         return None  # the control exists already: its value is the visitor's, not the link's
-    raws = st.query_params.get_all(key)
+    handed_over = st.session_state.get(_HANDED_OVER, {})
+    raws = handed_over.pop(key) if key in handed_over else st.query_params.get_all(key)
     if not raws:
         return None
     # Set even when valid: the link may name the value where the control shows a label.

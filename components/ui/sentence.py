@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 import streamlit as st
 
-from components.i18n import t
+from components.i18n import current_language, normalise_language, t
 from components.ui.client import session_id
 from components.ui.inputs import (
     ACTIVE_WINDOW_S,
@@ -23,14 +23,47 @@ from models.text import READ_CHARS, Note, PreparedText, prepare_sentence
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired"
+# The sentence a visitor who has typed none sees, in each language.
+DEFAULT_SENTENCES: Mapping[str, str] = MappingProxyType(
+    {"en": DEFAULT_SENTENCE, "zh": "我的猫坐在温暖的笔记本电脑上，因为它累了"}
+)
 SENTENCE_KEY = "sentence"
+# The default the box was last drawn with: a sentence still equal to it was not typed.
+_DEFAULT_SHOWN = "_sentence_default"
+
+
+def default_sentence(language: str | None = None) -> str:
+    """The default sentence in `language` (the current language by default)."""
+    return DEFAULT_SENTENCES[normalise_language(language or current_language())]
 
 
 @cache
-def presets() -> Mapping[str, tuple[str, ...]]:
-    """Each lesson's example sentences, read once per process; shared, so read-only."""
+def presets() -> Mapping[str, Mapping[str, tuple[str, ...]]]:
+    """Each language's example sentences for each lesson, read once per process; shared,
+    so read-only."""
     examples = json.loads((ASSETS / "presets.json").read_text(encoding="utf-8"))
-    return MappingProxyType({lesson: tuple(texts) for lesson, texts in examples.items()})
+    return MappingProxyType(
+        {
+            language: MappingProxyType({lesson: tuple(texts) for lesson, texts in by.items()})
+            for language, by in examples.items()
+        }
+    )
+
+
+def examples_for(lesson: str, language: str | None = None) -> tuple[str, ...]:
+    """The lesson's examples in `language` (the first lesson's for a page with none)."""
+    by_lesson = presets()[normalise_language(language or current_language())]
+    return by_lesson.get(lesson) or next(iter(by_lesson.values()))
+
+
+def follow_language(default: str) -> None:
+    """Make `default` the box's default. A sentence the visitor has not typed, still the
+    default the box was last drawn with (the other language's), becomes this one; a typed
+    sentence, or one from a link, stays as it is."""
+    shown = st.session_state.get(_DEFAULT_SHOWN)
+    if shown is not None and shown != default and st.session_state.get(SENTENCE_KEY) == shown:
+        st.session_state[SENTENCE_KEY] = default
+    st.session_state[_DEFAULT_SHOWN] = default
 
 
 def _apply_preset() -> None:
@@ -74,13 +107,15 @@ def live_pause() -> str | bool:
 def sentence_box(lesson: str = "") -> None:
     """The shared sentence: live as the visitor types, kept across pages and in the URL.
 
-    The examples beside it are the current lesson's (the first lesson's on the home page).
+    The examples beside it are the current lesson's (the first lesson's on the home page),
+    in the visitor's language, and so is the default sentence.
     """
-    examples_by_lesson = presets()
+    default = default_sentence()
+    follow_language(default)
     box, examples = st.columns([3, 1], vertical_alignment="bottom")
     box.text_input(
         t("app.sentence_label"),
-        value=DEFAULT_SENTENCE,
+        value=default,
         key=SENTENCE_KEY,
         # Also cuts a longer value from the link or a script before the page reads it.
         max_chars=READ_CHARS,
@@ -90,7 +125,7 @@ def sentence_box(lesson: str = "") -> None:
     )
     examples.selectbox(
         t("app.preset_label"),
-        options=examples_by_lesson.get(lesson) or next(iter(examples_by_lesson.values())),
+        options=examples_for(lesson),
         index=None,
         placeholder=t("app.preset_placeholder"),
         key="preset",
@@ -104,7 +139,10 @@ _PREPARED_KEY = "_prepared_sentence"
 
 
 def current_sentence() -> PreparedText:
-    raw = st.session_state.get(SENTENCE_KEY, DEFAULT_SENTENCE)
+    # Before the box is drawn in a new session (the frame's pass ahead), the default.
+    raw = st.session_state.get(SENTENCE_KEY)
+    if raw is None:
+        raw = st.session_state.get(_DEFAULT_SHOWN) or default_sentence()
     kept = st.session_state.get(_PREPARED_KEY)
     if kept is None or kept[0] != raw:
         kept = (raw, prepare_sentence(raw))

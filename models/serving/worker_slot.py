@@ -50,6 +50,13 @@ class WorkerSlot:
         self._made_at = clock()
         self._said_gone = False
 
+    def close(self) -> None:
+        """Stop the current worker's child and use none again (the server's end)."""
+        with self._lock:
+            self.restarts_left = 0
+            self._said_gone = True
+            self._worker.close()
+
     def worker(self) -> ForwardWorker:
         """The current worker: a new one if the last has failed and may be replaced."""
         with self._lock:

@@ -44,7 +44,7 @@ MAX_STEPS = 3000
 MAX_RUNNING = 1
 KEEP_FINISHED = 3600.0  # seconds a finished job's curves stay available to its page
 # Why a job stopped, when not by its own page's Stop.
-REPLACED, UNPOLLED, CLEARED = "replaced", "unpolled", "cleared"
+REPLACED, UNPOLLED, CLEARED, CLOSED = "replaced", "unpolled", "cleared", "closed"
 _LOG = logging.getLogger("seqlens.jobs")
 
 
@@ -148,6 +148,7 @@ class JobManager:
         self._queue: list[Job] = []
         self._jobs: dict[str, Job] = {}
         self._running = 0
+        self._closed = False
         self._workers = [
             threading.Thread(target=self._work, name=f"training-{i}", daemon=True)
             for i in range(max_running)
@@ -312,9 +313,22 @@ class JobManager:
             job.finished = self.clock()
             self._budget.settle(job.id, 0)
 
-    def _next(self) -> Job:
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop every run and end the worker threads (a server's or a test session's end):
+        no thread is left inside torch when the process exits."""
+        with self._lock:
+            self._closed = True
+            for job in self._unfinished():
+                self._stop_locked(job, CLOSED)
+            self._wake.notify_all()
+        for worker in self._workers:
+            worker.join(timeout)
+
+    def _next(self) -> Job | None:
         with self._lock:
             while True:
+                if self._closed:
+                    return None
                 self._tend_locked(self.clock())
                 if self._queue:
                     break
@@ -328,23 +342,25 @@ class JobManager:
     def _work(self) -> None:
         while True:
             job = self._next()
+            if job is None:
+                return
             try:
                 self._train(job)
                 status = STOPPED if job.stop_requested.is_set() else DONE
                 error = None
             except Exception as exc:  # a failed run must not take the worker down
                 status, error = FAILED, f"{type(exc).__name__}: {exc}"
+            # Saved before the run is marked finished: a page that sees it done finds its models.
+            if status != FAILED and job.step > 0 and self.on_finish is not None:
+                try:
+                    self.on_finish(job)
+                except Exception as exc:  # saving is best effort; say so on the page
+                    error = f"{type(exc).__name__}: {exc}"
             with self._lock:
                 job.status, job.error = status, error
                 job.finished = self.clock()
                 self._running -= 1
                 self._budget.settle(job.id, job.cost_so_far)
-            if status != FAILED and job.step > 0 and self.on_finish is not None:
-                try:
-                    self.on_finish(job)
-                except Exception as exc:  # saving is best effort; say so on the page
-                    with self._lock:
-                        job.error = f"{type(exc).__name__}: {exc}"
             job.trainers.clear()  # the models live on in the visitor's folder, not in memory
 
     def _train(self, job: Job) -> None:

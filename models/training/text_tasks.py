@@ -1,7 +1,9 @@
-"""The tasks on text: the next character of a bilingual text, and number words to numerals.
+"""The tasks on text: the next character of a text, and number words to numerals.
 
-The language model holds out the end of its text; the number task holds out a fixed tenth of
-the numbers.
+The language models read one of two texts (assets/text/): the bilingual story, or a Chinese
+one (the bilingual story's Chinese half, then more of the same story, written to hold every
+character of the Chinese example sentences). A language model holds out the end of its text;
+the number task holds out a fixed tenth of the numbers.
 """
 
 from __future__ import annotations
@@ -14,64 +16,86 @@ import torch
 
 from models.training.task_base import HELD_OUT_BUCKETS, HELD_OUT_SEED, IGNORE, Batch, Task
 
-TEXT_FILE = Path(__file__).resolve().parent.parent.parent / "assets" / "text" / "bilingual.txt"
+TEXT_DIR = Path(__file__).resolve().parent.parent.parent / "assets" / "text"
+# A language model's text, by the name its task's config gives (`text`).
+TEXTS = {"bilingual": "bilingual.txt", "zh": "chinese.txt"}
+BILINGUAL = "bilingual"
+TEXT_FILE = TEXT_DIR / TEXTS[BILINGUAL]
 
 
 @cache
+def corpus(name: str = BILINGUAL) -> str:
+    return (TEXT_DIR / TEXTS[name]).read_text(encoding="utf-8")
+
+
 def bilingual_text() -> str:
-    return TEXT_FILE.read_text(encoding="utf-8")
+    return corpus(BILINGUAL)
 
 
 @cache
-def _characters() -> tuple[str, ...]:
-    return tuple(sorted(set(bilingual_text())))
+def _characters(name: str = BILINGUAL) -> tuple[str, ...]:
+    return tuple(sorted(set(corpus(name))))
 
 
 @cache
-def _character_index() -> dict[str, int]:
-    return {c: i for i, c in enumerate(_characters())}
+def _character_index(name: str = BILINGUAL) -> dict[str, int]:
+    return {c: i for i, c in enumerate(_characters(name))}
 
 
 TRAIN_SHARE = 0.9
 
 
-def text_split() -> tuple[str, str]:
+def text_split(name: str = BILINGUAL) -> tuple[str, str]:
     """(training text, held-out text): the held-out part is the text's last tenth."""
-    text = bilingual_text()
+    text = corpus(name)
     cut = int(len(text) * TRAIN_SHARE)
     return text[:cut], text[cut:]
 
 
 @cache
-def _split_ids(held_out: bool) -> torch.Tensor:
-    index = _character_index()
-    return torch.tensor([index[c] for c in text_split()[1 if held_out else 0]])
+def _split_ids(held_out: bool, name: str = BILINGUAL) -> torch.Tensor:
+    index = _character_index(name)
+    return torch.tensor([index[c] for c in text_split(name)[1 if held_out else 0]])
 
 
 @dataclass(frozen=True)
 class CharLM(Task):
     context: int = 64
+    text: str = BILINGUAL
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", "lm")
+        if self.text not in TEXTS:
+            raise ValueError(f"text must be one of {tuple(TEXTS)}, got {self.text!r}")
+
+    def key(self) -> str:
+        return self.name if self.text == BILINGUAL else f"{self.name}-{self.text}"
+
+    def config(self) -> dict:
+        """The bilingual text is the default, and left out (as the files made before
+        there were two texts have it)."""
+        raw = super().config()
+        if self.text == BILINGUAL:
+            del raw["text"]
+        return raw
 
     @property
     def vocab(self):
-        return _characters()
+        return _characters(self.text)
 
     @property
     def n_ctx(self) -> int:
         return self.context
 
     def ids(self, text: str) -> torch.Tensor:
-        index = _character_index()
+        index = _character_index(self.text)
         return torch.tensor([index[c] for c in text])
 
     def split(self) -> tuple[str, str]:
-        return text_split()
+        return text_split(self.text)
 
     def make(self, generator, size, held_out):
-        ids = _split_ids(held_out)
+        ids = _split_ids(held_out, self.text)
         if held_out:
             # Every position of the held-out text, in consecutive windows.
             n = (len(ids) - 1) // self.context

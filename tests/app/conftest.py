@@ -53,6 +53,16 @@ def messages(at: AppTest) -> list[str]:
     return [el.value for kind in ("info", "warning", "error") for el in getattr(at, kind)]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def background_work_ends_with_the_session():
+    """What the app started in this process (training threads, the forward worker's child)
+    ends with the session, as at a server's end: nothing is left inside torch at exit."""
+    yield
+    import streamlit as st
+
+    st.cache_resource.clear()
+
+
 @pytest.fixture(params=[lesson.url_path for lesson in LESSONS])
 def lesson_path(request) -> str:
     return request.param
@@ -61,7 +71,7 @@ def lesson_path(request) -> str:
 # Links that open a lesson's other tabs (only the open tab is drawn), for the tests that
 # look at every chart a lesson sends.
 OTHER_TABS = {
-    "training": [{"tr_part": part} for part in ("ngram", "heads", "yours")],
+    "training": [{"tr_part": part} for part in ("lag", "heads", "yours")],
     "heads": [{"ablate": "L3 H1"}, {"view": "rollout"}],
     "masks": [{"mask_part": part} for part in ("scale", "kv", "cost")],
     "positional": [{"pe_view": view} for view in ("sinusoidal", "rope", "trained")],

@@ -39,7 +39,7 @@ def test_the_model_list_offers_the_folder_models_after_minilm(models_dir):
     offered = [option.split(" · ")[0] for option in box.options]
     assert offered[:4] == ["all-MiniLM-L6-v2", "tiny-bert", "tiny-gpt2", "tiny-llama"]
     # Then the Transformers SeqLens trained (models/analysis/trained_attention.py).
-    assert offered[4:] == ["Induction model", "Character language model"]
+    assert offered[4:] == ["Induction model", "Chinese character model", "Character language model"]
     assert "pickled" not in offered
     # The refused folder is named with its reason, as plain text.
     assert any(text.startswith("pickled: only a pickle checkpoint") for text in texts(at))
@@ -154,6 +154,7 @@ def test_models_over_the_operators_parameter_limit_are_listed_with_the_reason(mo
     assert [o.split(" · ")[0] for o in at.selectbox(key="model").options] == [
         "all-MiniLM-L6-v2",
         "Induction model",
+        "Chinese character model",
         "Character language model",
     ]
     assert at.selectbox(key="model").value == "all-MiniLM-L6-v2"

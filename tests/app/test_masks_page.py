@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import chart, chart_specs, heatmap_grid, messages, open_lesson, texts
 
+from components.masks_steps import STAGE_STEPS, STAGES
 from models.analysis.masks import KINDS, STEPS
 
 PARTS = ("masks", "scale", "kv", "cost")
@@ -18,11 +19,13 @@ SECOND = "我爱你"  # 3 tokens
 # These tests check the masks' mechanics on word tokens: on the lesson's random model
 # (trained weights: tests/app/test_trained_weights.py).
 RANDOM = "random"
+INDUCTION = "induction-transformer"
 STEP_CHARTS = [f"mask_step_{step}" for step in STEPS]
 
-# The charts of each of the lesson's parts, one tab each; the first is open by default.
+# The charts of each of the lesson's parts, one tab each; the first is open by default, on
+# the stepper's first stage (its query row, and X behind the full matrices' expander).
 PART_CHARTS = {
-    "masks": {*STEP_CHARTS, "mask_leakage"},
+    "masks": {"mask_row", "mask_step_x_query", "mask_leakage"},
     "scale": {"scale_variance", "scale_entropy", "scale_max"},
     "kv": {"kv_cache_k", "kv_cache_v", "kv_time", "kv_macs", "kv_difference"},
     "cost": {"cost_time", "cost_memory"},
@@ -51,6 +54,12 @@ def _open_part(at, part: str):
     return at.run()
 
 
+def _open_stage(at, stage: str):
+    """Show another stage of the stepper in the same session, as choosing it does."""
+    at.session_state["mask_step"] = stage
+    return at.run()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_mask_kind_draws_every_step_and_masks_exactly_what_it_should(kind):
     at = open_lesson(
@@ -58,6 +67,20 @@ def test_every_mask_kind_draws_every_step_and_masks_exactly_what_it_should(kind)
     )
     _no_failure(at)
     assert PART_CHARTS["masks"] == _chart_keys(at)  # the first tab, open by default
+    # Every step's heatmap, one stage at a time, each with that stage's query row.
+    drawn = set()
+    for stage in STAGES:
+        _no_failure(_open_stage(at, stage))
+        stage_charts = {f"mask_step_{step}" for step in STAGE_STEPS[stage]}
+        assert _chart_keys(at) == {"mask_row", *stage_charts, "mask_leakage"}
+        drawn |= stage_charts
+        assert all(
+            "Infinity" not in json.dumps(s) and "NaN" not in json.dumps(s) for s in chart_specs(at)
+        )
+    assert drawn == set(STEP_CHARTS)
+    _open_stage(at, "mask")
+    masked_scores = chart(at, "mask_step_hook_attn_scores")
+    _open_stage(at, "softmax")
     assert all(
         "Infinity" not in json.dumps(s) and "NaN" not in json.dumps(s) for s in chart_specs(at)
     )
@@ -80,7 +103,7 @@ def test_every_mask_kind_draws_every_step_and_masks_exactly_what_it_should(kind)
     assert (hidden == expected_hidden).all()
     # The masked cells are drawn by a grey overlay that says −∞ before softmax, 0 after.
     if hidden.any():
-        masked = chart(at, "mask_step_hook_attn_scores")["data"][1]
+        masked = masked_scores["data"][1]
         assert "−∞" in json.dumps(masked["text"], ensure_ascii=False)
         assert "0" in json.dumps(pattern["data"][1]["text"])
     seeing = ~hidden.all(axis=1)
@@ -91,24 +114,30 @@ def test_every_mask_kind_draws_every_step_and_masks_exactly_what_it_should(kind)
 def test_the_vector_steps_summaries_name_a_dimension_even_when_the_matrix_is_square():
     # The shipped induction model reads 32 tokens and has d_model 32: X is 32 × 32, the
     # shape of the scores, and still a row of vectors per token.
-    at = open_lesson("masks", SENTENCE)
+    at = open_lesson("masks", SENTENCE, mask_weights=INDUCTION)
     _no_failure(at)
     assert "(32 × 32)" in chart(at, "mask_step_x_query")["layout"]["title"]["text"]
-    vectors = [c for c in at.caption.values if c.startswith("largest \\|value\\|")]
+    vectors = []
+    for stage in ("x", "qkv", "z"):
+        _no_failure(_open_stage(at, stage))
+        vectors += [c for c in at.caption.values if c.startswith("largest \\|value\\|")]
     assert len(vectors) == 5  # X, Q, K, V, z
     assert all("dimension" in c and "masked" not in c for c in vectors)
 
 
 def _step_specs(at) -> dict[str, dict]:
-    return {key: chart(at, key) for key in STEP_CHARTS}
+    """The step heatmaps the open stage draws."""
+    return {key: chart(at, key) for key in STEP_CHARTS if key in _chart_keys(at)}
 
 
 def test_step_charts_built_once_are_the_ones_built_afresh_in_every_language_and_head():
     from components.ui.runs.masks import step_charts
 
-    at = open_lesson("masks", SENTENCE)  # the shipped induction model: its own sequence
+    # The shipped induction model reads its task's own sequence, whatever is typed.
+    at = open_lesson("masks", SENTENCE, mask_weights=INDUCTION, mask_step="qkv")
     _no_failure(at)
     first = _step_specs(at)
+    assert set(first) == {"mask_step_hook_q", "mask_step_hook_k", "mask_step_hook_v"}
     summaries = [c for c in at.caption.values if c.startswith("largest")]
     at.text_input("sentence").input("a dog ran far").run()  # the same charts, remembered
     assert _step_specs(at) == first
@@ -117,8 +146,8 @@ def test_step_charts_built_once_are_the_ones_built_afresh_in_every_language_and_
     at.run()
     _no_failure(at)
     chinese = _step_specs(at)
-    assert chinese["mask_step_hook_pattern"]["layout"]["title"]["text"].startswith("⑨ 每行")
-    for key in STEP_CHARTS:
+    assert chinese["mask_step_hook_q"]["layout"]["title"]["text"].startswith("② Q = X·W_Q（")
+    for key in first:
         assert [tr["z"] for tr in chinese[key]["data"]] == [tr["z"] for tr in first[key]["data"]]
     at.session_state["mask_head"] = 1
     at.run()
@@ -134,7 +163,9 @@ def test_step_charts_built_once_are_the_ones_built_afresh_in_every_language_and_
 
 
 def test_padding_draws_the_batch_and_says_the_pad_rows_see_nothing():
-    at = open_lesson("masks", SENTENCE, mask_weights=RANDOM, mask_kind="padding", second=SECOND)
+    at = open_lesson(
+        "masks", SENTENCE, mask_weights=RANDOM, mask_kind="padding", second=SECOND, mask_step="z"
+    )
     _no_failure(at)
     batch = "\n".join([SENTENCE.replace(" ", " · "), "我 · 爱 · 你" + " · [PAD]" * 7])
     assert batch in texts(at)
@@ -152,11 +183,15 @@ def test_the_pad_rows_note_says_what_minus_1e9_would_give_them_a_uniform_row():
 
 
 def test_cross_attention_queries_the_sentence_and_keys_the_second_one():
-    at = open_lesson("masks", SENTENCE, mask_weights=RANDOM, mask_kind="cross", second=SECOND)
+    at = open_lesson(
+        "masks", SENTENCE, mask_weights=RANDOM, mask_kind="cross", second=SECOND, mask_step="qk"
+    )
     _no_failure(at)
     scores = chart(at, "mask_step_qk")["data"][0]
     assert scores["x"] == ["0:我", "1:爱", "2:你"]
     assert scores["y"][1] == "1:cat"
+    assert chart(at, "mask_row")["data"][0]["x"] == ["0:我", "1:爱", "2:你"]
+    _no_failure(_open_stage(at, "qkv"))
     assert chart(at, "mask_step_hook_k")["data"][0]["y"] == ["0:我", "1:爱", "2:你"]
 
 
@@ -186,12 +221,14 @@ def test_an_empty_second_sentence_asks_for_one_and_the_rest_still_draws():
     _no_failure(at)
     assert any("needs a second sentence" in m for m in messages(at))
     assert "mask_leakage" in _chart_keys(at)
-    assert not set(STEP_CHARTS) & _chart_keys(at)
+    assert not {*STEP_CHARTS, "mask_row"} & _chart_keys(at)
 
 
 def test_a_hostile_second_sentence_is_cleaned_noted_and_escaped():
     hostile = "<b>x</b>\u200b <script>alert(1)</script>"
-    at = open_lesson("masks", SENTENCE, mask_weights=RANDOM, mask_kind="cross", second=hostile)
+    at = open_lesson(
+        "masks", SENTENCE, mask_weights=RANDOM, mask_kind="cross", second=hostile, mask_step="qk"
+    )
     _no_failure(at)
     assert any("invisible character" in m for m in messages(at))
     keys = chart(at, "mask_step_qk")["data"][0]["x"]

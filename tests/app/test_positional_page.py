@@ -204,3 +204,16 @@ def test_the_trained_table_s_neighbour_cosines_are_quoted_not_called_random():
     (caption,) = [c.value for c in at.caption if c.value.startswith("Each heatmap")]
     assert "still look random" not in caption
     assert f"{near['before']:.2f} before training and {near['after']:.2f} after" in caption
+
+
+def test_the_first_chart_follows_the_sentence_typed():
+    at = open_lesson("positional", "dog bites man")
+    first = chart(at, "pe_heatmap")["layout"]["xaxis2"]
+    assert first["ticktext"][:3] == ["0:dog", "1:bites", "2:man"]
+    at.text_input(key="sentence").set_value("the cat sat on the warm mat").run()
+    typed = chart(at, "pe_heatmap")
+    assert typed["layout"]["xaxis2"]["ticktext"][:7] == [
+        f"{i}:{w}" for i, w in enumerate(["the", "cat", "sat", "on", "the", "warm", "mat"])
+    ]
+    ends = {shape["x0"] for shape in typed["layout"]["shapes"]}
+    assert ends == {6.5}, "the sentence's end moved with it"

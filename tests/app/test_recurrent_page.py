@@ -165,7 +165,7 @@ def test_a_length_past_the_cap_is_refused_with_a_note():
     at = open_lesson("recurrent", rc_source="synthetic", rc_length="100000")
     _no_failure(at)
     assert any(m.startswith("The link") and "512" in m for m in messages(at))
-    assert "τ = 511" in " ".join(messages(at))
+    assert "τ = 511" in " ".join(c.value for c in at.caption)
 
 
 def test_a_link_naming_a_part_opens_it_and_draws_only_its_charts():
@@ -209,3 +209,46 @@ def test_a_link_setting_the_network_opens_the_clipping_part_and_the_unit_part_ke
     assert chart_keys(at) == PART_CHARTS["clipping"]
     assert at.selectbox(key="rc_model").value == "RNN"
     assert any(m.startswith("The link") for m in messages(at))
+
+
+def _rnn_at_inputs(sentence: str) -> np.ndarray:
+    """‖∂L/∂X_t‖ of the constructed RNN of the default controls on `sentence`, against k."""
+    tokenizer = Tokenizer()
+    ids = tokenizer.encode(sentence, MAX_TOKENS).ids
+    X = Transformer(TransformerConfig(d_vocab=tokenizer.vocab_size)).W_E[list(ids)].detach()
+    rnn = Recurrent(RecurrentConfig(cell="rnn", num_inputs=64, num_hiddens=64))
+    return gf.recurrent_gradient_flow(rnn, X, len(ids) - 1)["grad_X"][::-1]
+
+
+def test_the_first_view_reads_the_visitors_sentence_and_follows_their_typing():
+    at = open_lesson("recurrent", "the cat sat on the mat")
+    _no_failure(at)
+    assert at.selectbox(key="rc_weights").value == "constructed"
+    assert chart_keys(at) == PART_CHARTS["distance"]
+    for sentence in ("the cat sat on the mat", "My cat sat on the warm laptop because it was"):
+        if sentence != at.text_input("sentence").value:
+            at.text_input("sentence").input(sentence).run()
+            _no_failure(at)
+        spec = chart(at, "rc_distance")
+        rnn = next(trace for trace in spec["data"] if trace["name"] == "RNN")
+        np.testing.assert_allclose(_array(rnn["y"]), _rnn_at_inputs(sentence), rtol=1e-5)
+        tokens = Tokenizer().encode(sentence, MAX_TOKENS).tokens
+        assert " · ".join(tokens) in texts(at)
+    # The trained models are one option away, named as trained; the control says which
+    # reads what.
+    weights = at.selectbox(key="rc_weights")
+    assert weights.options[:2] == [
+        "Untrained, built from the settings: reads your sentence",
+        "Trained on the copy task, lag 20 (shipped)",
+    ]
+    assert "read the sequence of the task they learned" in weights.help
+
+
+@pytest.mark.parametrize(
+    "label", ["Trained on the copy task, lag 20 (shipped)", "在复制任务上训练，延迟 20（随附）"]
+)
+def test_a_link_made_on_the_trained_weights_still_opens_them(label):
+    at = open_lesson("recurrent", "the cat sat on the mat", rc_weights=label)
+    _no_failure(at)
+    assert at.selectbox(key="rc_weights").value == "copy-lag20"
+    assert any(m.startswith("Shown: Trained on the copy task") for m in messages(at))

@@ -25,7 +25,7 @@ from safetensors.numpy import load_file
 from components.ui.runs.shared import load_visitor_store
 from models.analysis import gradient_flow as gf
 from models.analysis import trained_sources as ts
-from models.analysis.masks import KINDS, STEPS
+from models.analysis.masks import KINDS
 from models.analysis.probes import previous_occurrence
 from models.training import checkpoints
 from models.training.task_base import IGNORE
@@ -33,7 +33,9 @@ from models.training.tasks import make_task
 from models.training.train import CHECKPOINT_DIR
 
 SENTENCE = "the cat sat on the mat"
-STEP_CHARTS = {f"mask_step_{step}" for step in STEPS}
+# The masks lesson draws one stage of its stepper at a time: its first, X, by default.
+FIRST_STAGE_CHARTS = {"mask_row", "mask_step_x_query"}
+SOFTMAX_CHARTS = {"mask_row", "mask_step_hook_pattern"}
 RECURRENT_CHARTS = {"rc_distance", "rc_jacobian", "rc_units", "rc_gates_lstm", "rc_gates_gru"}
 # The recurrent lesson's parts that draw them, each opened by its link (one tab at a time).
 RECURRENT_PARTS = ("theory", "units", "gates")
@@ -57,11 +59,17 @@ def _finite(at) -> bool:
 # --- the recurrent lesson ------------------------------------------------------------------
 
 
-def test_recurrent_lesson_opens_on_the_shipped_copy_models_and_says_so():
-    at = open_lesson("recurrent", SENTENCE)
+def test_recurrent_lesson_shows_the_shipped_copy_models_one_switch_away_and_says_so():
+    # The first view reads the visitor's sentence; a link naming the trained weights opens them.
+    assert open_lesson("recurrent", SENTENCE).selectbox(key="rc_weights").value == "constructed"
+    shipped = {"rc_weights": ts.SHIPPED_SOURCE}
+    at = open_lesson("recurrent", SENTENCE, **shipped)
     _no_failure(at)
     assert at.selectbox(key="rc_weights").value == ts.SHIPPED_SOURCE
-    parts = {part: open_lesson("recurrent", SENTENCE, rc_part=part) for part in RECURRENT_PARTS}
+    parts = {
+        part: open_lesson("recurrent", SENTENCE, rc_part=part, **shipped)
+        for part in RECURRENT_PARTS
+    }
     for opened in parts.values():
         _no_failure(opened)
         assert opened.selectbox(key="rc_weights").value == ts.SHIPPED_SOURCE
@@ -89,7 +97,7 @@ def test_recurrent_lesson_opens_on_the_shipped_copy_models_and_says_so():
 
 def test_the_trained_view_takes_r_from_the_trained_w_hh_not_from_the_disabled_slider():
     # The slider says r = 0.5; the trained weights must ignore it.
-    at = open_lesson("recurrent", SENTENCE, rc_part="theory")
+    at = open_lesson("recurrent", SENTENCE, rc_part="theory", rc_weights=ts.SHIPPED_SOURCE)
     at.session_state["rc_radius"] = 0.5
     at.run()
     _no_failure(at)
@@ -122,11 +130,21 @@ def test_an_old_recurrent_link_with_construction_settings_keeps_its_constructed_
 # --- the masks lesson ----------------------------------------------------------------------
 
 
-def test_masks_lesson_opens_on_the_trained_induction_model_and_names_its_heads():
+def test_masks_lesson_opens_on_a_model_reading_the_sentence_with_the_task_model_one_choice_away():
     at = open_lesson("masks", SENTENCE)
     _no_failure(at)
+    assert at.selectbox(key="mask_weights").value == ts.SHIPPED_LM
+    options = at.selectbox(key="mask_weights").options
+    assert options[0].startswith("Your sentence")
+    assert any(option.startswith("Trained task model: induction") for option in options)
+    assert chart_keys(at) >= FIRST_STAGE_CHARTS and _finite(at)
+
+
+def test_the_trained_induction_model_names_its_heads():
+    at = open_lesson("masks", SENTENCE, mask_weights=ts.SHIPPED_INDUCTION, mask_step="softmax")
+    _no_failure(at)
     assert at.selectbox(key="mask_weights").value == ts.SHIPPED_INDUCTION
-    assert chart_keys(at) >= STEP_CHARTS and _finite(at)
+    assert chart_keys(at) >= SOFTMAX_CHARTS and _finite(at)
     meta = _metadata(ts.SHIPPED_INDUCTION)
     about = next(m for m in messages(at) if m.startswith("Shown: a causal Transformer"))
     assert f"{meta['metrics']['accuracy']:.1%}" in about
@@ -150,7 +168,7 @@ def test_masks_lesson_opens_on_the_trained_induction_model_and_names_its_heads()
 
 
 def test_the_language_model_reads_the_sentence_character_by_character():
-    at = open_lesson("masks", SENTENCE, mask_weights=ts.SHIPPED_LM)
+    at = open_lesson("masks", SENTENCE, mask_weights=ts.SHIPPED_LM, mask_step="softmax")
     _no_failure(at)
     lm = _metadata(ts.SHIPPED_LM)
     assert any(f"{lm['metrics']['accuracy']:.1%}" in m for m in messages(at))
@@ -171,9 +189,10 @@ def test_every_mask_kind_runs_on_the_trained_weights(kind):
         mask_kind=kind,
         second="a cat",
         mask_window="2",
+        mask_step="softmax",
     )
     _no_failure(at)
-    assert chart_keys(at) >= STEP_CHARTS and _finite(at)
+    assert chart_keys(at) >= SOFTMAX_CHARTS and _finite(at)
     grid = heatmap_grid(chart(at, "mask_step_hook_pattern")["data"][0]["z"])
     if kind == "cross":  # the shipped translator on its own example
         source, decoder, words, numerals = ts.translation_example(make_task("numbers").config())
@@ -192,13 +211,13 @@ def test_every_mask_kind_runs_on_the_trained_weights(kind):
 
 
 def test_random_weights_stay_selectable_and_a_bad_weights_value_is_noted():
-    at = open_lesson("masks", SENTENCE, mask_weights="random")
+    at = open_lesson("masks", SENTENCE, mask_weights="random", mask_step="softmax")
     _no_failure(at)
     assert any(c.startswith("Shown: random, untrained weights") for c in at.caption.values)
     assert chart(at, "mask_step_hook_pattern")["data"][0]["x"][:2] == ["0:the", "1:cat"]
     at = open_lesson("masks", SENTENCE, mask_weights="../../etc/passwd")
     _no_failure(at)
-    assert at.selectbox(key="mask_weights").value == ts.SHIPPED_INDUCTION
+    assert at.selectbox(key="mask_weights").value == ts.SHIPPED_LM
     assert any(m.startswith("The link") for m in messages(at))
 
 
@@ -262,7 +281,7 @@ def test_a_one_time_link_brings_the_models_back_in_a_new_session(saved_visitor):
     _no_failure(at)
     assert at.selectbox(key="mask_weights").value == names[0]
     assert any(m.startswith("Shown: a causal Transformer") for m in messages(at))
-    assert chart_keys(at) >= STEP_CHARTS
+    assert chart_keys(at) >= FIRST_STAGE_CHARTS
 
     run = names[1].rsplit("-", 1)[0]
     token = one_time_link(load_visitor_store(), key)
@@ -303,7 +322,7 @@ def test_without_the_key_another_visitor_cannot_reach_those_models(saved_visitor
     at = open_lesson("masks", SENTENCE, mask_weights=names[0])
     _no_failure(at)
     assert not any(names[0] in option for option in at.selectbox(key="mask_weights").options)
-    assert at.selectbox(key="mask_weights").value == ts.SHIPPED_INDUCTION
+    assert at.selectbox(key="mask_weights").value == ts.SHIPPED_LM
     assert any(m.startswith("The link") for m in messages(at))
 
 

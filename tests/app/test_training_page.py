@@ -48,7 +48,11 @@ def test_a_short_run_trains_models_side_by_side_and_saves_them():
         assert list(plotly_array(trace["x"])) == list(range(1, 11))
         assert np.isfinite(plotly_array(trace["y"])).all()
     assert {trace["name"] for trace in chart(at, "tr_score")["data"]} == {"RNN", "Transformer"}
-    saved = load_visitor_store().list(at.session_state["visitor_id"])
+    # The worker marks the run finished, then saves its models (models/training/jobs.py):
+    # on a busy machine the page can show "Finished" a moment before they are in the store.
+    visitor = at.session_state["visitor_id"]
+    _run_until(at, lambda at: len(load_visitor_store().list(visitor)) >= 2)
+    saved = load_visitor_store().list(visitor)
     assert sorted(m.kind for m in saved) == ["rnn", "transformer"]
     assert all(m.task == {"name": "copy", "lag": 5, "length": 5, "n_symbols": 8} for m in saved)
 
@@ -84,7 +88,7 @@ def test_a_run_past_the_clients_limit_is_refused_with_why_in_the_visitors_langua
 
 
 def test_the_accuracy_by_lag_chart_shows_the_shipped_table():
-    at = open_lesson("training")
+    at = open_lesson("training", tr_part="lag")
     table = json.loads((CHECKPOINT_DIR / COPY_LAG_FILE).read_text())
     figure = chart(at, "tr_lag_accuracy")
     names = {"rnn": "RNN", "lstm": "LSTM", "gru": "GRU", "transformer": "Transformer"}
@@ -94,7 +98,7 @@ def test_the_accuracy_by_lag_chart_shows_the_shipped_table():
         np.testing.assert_allclose(plotly_array(trace["y"]), [row[str(g)] for g in table["lags"]])
     # The other measured results, each in its own tab, opened by its link.
     for part, keys in (
-        ("ngram", ("tr_ngram_unseen", "tr_perplexity")),
+        ("ngram", ("tr_ngram_unseen", "tr_perplexity", "tr_ngram_next")),
         ("heads", ("tr_heads",)),
         ("yours", ("tr_yours",)),
     ):
@@ -104,7 +108,7 @@ def test_the_accuracy_by_lag_chart_shows_the_shipped_table():
 
 
 def test_the_baseline_and_lag_captions_quote_the_shipped_tables():
-    shown = [open_lesson("training"), open_lesson("training", tr_part="ngram")]
+    shown = [open_lesson("training", tr_part="lag"), open_lesson("training", tr_part="ngram")]
     captions = " ".join(el.value for at in shown for el in at.caption)
     lags = json.loads((CHECKPOINT_DIR / COPY_LAG_FILE).read_text())["accuracy"]
     assert (
@@ -156,13 +160,14 @@ def test_the_induction_heads_are_named_with_the_scores_measured_from_the_shipped
 
 
 @pytest.mark.parametrize("named", ["heads", "Induction heads", "归纳头"])
-def test_a_link_opens_the_induction_heads_tab_under_the_run(named):
-    """By the tab's name or its label in either language; the run stays drawn above it."""
+def test_a_link_opens_the_induction_heads_tab_above_the_run(named):
+    """By the tab's name or its label in either language; the run stays drawn below it."""
     at = open_lesson("training", tr_part=named)
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["tr_part"] == "Induction heads"
     assert chart(at, "tr_heads")["data"]
-    assert not chart_keys(at) & {"tr_lag_accuracy", "tr_ngram_unseen", "tr_perplexity", "tr_yours"}
+    others = {"tr_lag_accuracy", "tr_ngram_unseen", "tr_perplexity", "tr_ngram_next", "tr_yours"}
+    assert not chart_keys(at) & others
     # The run's controls, start button and panel: drawn whatever tab is open.
     assert at.selectbox(key="tr_task").value == "copy"
     assert at.button(key="tr_start")
@@ -171,14 +176,15 @@ def test_a_link_opens_the_induction_heads_tab_under_the_run(named):
 
 
 def test_a_link_that_sets_only_the_runs_controls_opens_the_first_tab_on_them():
-    """Every control of the page is the run's, above the tabs: a link made before the tabs
-    (`?tr_task=lm`, typed by a teacher) sets the run and opens the first tab."""
+    """The run's controls are below the tabs and open none: a link made before the tabs
+    (`?tr_task=lm`, typed by a teacher) sets the run and opens the first tab, the n-gram
+    baseline on the visitor's sentence."""
     at = open_lesson("training", tr_task="lm", tr_steps="50")
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["tr_task"] == "lm" and at.session_state["tr_steps"] == 50
-    assert at.session_state["tr_part"] == "Copying across a lag"
-    assert chart(at, "tr_lag_accuracy")["data"]
-    assert not chart_keys(at) & {"tr_ngram_unseen", "tr_perplexity", "tr_heads", "tr_yours"}
+    assert at.session_state["tr_part"] == "The n-gram baseline"
+    assert chart(at, "tr_ngram_unseen")["data"]
+    assert not chart_keys(at) & {"tr_lag_accuracy", "tr_heads", "tr_yours"}
 
 
 def test_a_nearly_full_disk_is_named_in_the_visitor_s_language(monkeypatch):

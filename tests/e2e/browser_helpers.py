@@ -225,7 +225,7 @@ def screenshot(page, name: str) -> None:
 def click_through_nav(page, base_url: str, shot_prefix: str | None = None) -> list[str]:
     """From `/`, click every sidebar entry (then the first again) and check each page."""
     page.goto(f"{base_url}/")
-    expect(page.get_by_role("heading", name=t("home.title"))).to_be_visible(
+    expect(page.get_by_role("heading", name=t("home.title"), exact=True)).to_be_visible(
         timeout=FIRST_CHART_TIMEOUT_MS
     )
     wait_until_idle(page)
@@ -242,7 +242,7 @@ def click_through_nav(page, base_url: str, shot_prefix: str | None = None) -> li
         if path in LESSON_PATHS:
             wait_for_charts(page)
         else:
-            expect(page.get_by_role("heading", name=t("home.title"))).to_be_visible()
+            expect(page.get_by_role("heading", name=t("home.title"), exact=True)).to_be_visible()
             expect(page.locator(ANY_CHART)).to_have_count(0)
         wait_until_idle(page)
         assert_page_healthy(page)

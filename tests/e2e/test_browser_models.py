@@ -21,6 +21,7 @@ from browser_helpers import (
 from conftest import artifacts_dir
 
 from bench.server import Server
+from components.i18n import t
 from models.nets.tiny import save_tiny_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
@@ -51,6 +52,14 @@ def choose_model(page, base_url: str, option: str) -> None:
     page.get_by_role("option", name=re.compile(option)).click()
 
 
+def open_about_the_model(page) -> None:
+    """The model's description (and a trained model's jumps to its heads) sits folded in an
+    expander under the opening; open it as a learner would."""
+    about = page.locator('[data-testid="stExpander"] summary', has_text=t("heads.about"))
+    expect(about).to_be_visible()
+    about.click()
+
+
 def test_choosing_a_model_from_the_operators_folder_redraws_the_heads(
     page, models_server, request_log
 ):
@@ -59,6 +68,7 @@ def test_choosing_a_model_from_the_operators_folder_redraws_the_heads(
 
     wait_for_tick_words(page, "one_head", ["<s>", "cat", "mat"], RERUN_TIMEOUT_MS)
     wait_until_idle(page)
+    open_about_the_model(page)
     expect(page.get_by_text(re.compile("4 query heads share 2 key/value heads"))).to_be_visible()
     expect(page.get_by_text(re.compile("^Causal mask"))).to_be_visible()
     page.wait_for_function(
@@ -81,6 +91,7 @@ def test_choosing_the_trained_induction_model_draws_its_heads_and_jumps_to_them(
     # Its task's own symbols, not the sentence: t0 … t31.
     wait_for_tick_words(page, "one_head", ["t23", "t6"], RERUN_TIMEOUT_MS)
     wait_until_idle(page)
+    open_about_the_model(page)
     expect(page.get_by_text(re.compile("reads its task's own held-out sequence"))).to_be_visible()
     jump = page.get_by_role("button", name=re.compile(r"^Induction head: layer \d+, head \d+"))
     layer, head = re.findall(r"\d+", jump.inner_text())

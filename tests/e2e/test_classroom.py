@@ -52,7 +52,8 @@ def open_page(page, base_url: str, path: str, **query: str) -> None:
     query_string = "&".join(f"{k}={v}" for k, v in query.items())
     page.goto(f"{base_url}/{path}" + (f"?{query_string}" if query_string else ""))
     heading = strings(query.get("lang", "en"))[TITLE_KEYS[path]]
-    expect(page.get_by_role("heading", name=heading)).to_be_visible(timeout=90_000)
+    # Exact: home's "The road from n-grams to GPT" holds its title as a part.
+    expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible(timeout=90_000)
     if path:
         wait_for_charts(page)
     if path == "heads":
@@ -64,6 +65,14 @@ def open_page(page, base_url: str, path: str, **query: str) -> None:
 
 def page_name(path: str) -> str:
     return path or "home"
+
+
+# Each chart's left edge, with the place it sits in: -1 the page, i the i-th expander.
+CHART_LEFTS = """els => {
+    const expanders = [...document.querySelectorAll('[data-testid="stExpander"]')];
+    return els.map(e => [expanders.indexOf(e.closest('[data-testid="stExpander"]')),
+                         Math.round(e.getBoundingClientRect().left)]);
+}"""
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
@@ -90,11 +99,14 @@ def test_every_page_in_both_languages_normal_and_presenting(browser, app_server,
         )
         assert parse_qs(urlsplit(page.url).query).get("present") == ["1"]
         if path:
-            # One chart per screen: no two charts side by side (plotly's or grids).
-            lefts = page.eval_on_selector_all(
-                ANY_CHART, "els => els.map(e => Math.round(e.getBoundingClientRect().left))"
-            )
-            assert len(set(lefts)) == 1, lefts
+            # One chart per screen: no two charts side by side (plotly's or grids). A chart
+            # in an expander sits indented by the expander's border, so each expander's
+            # charts share one left edge of their own, and the page's charts another.
+            lefts = page.eval_on_selector_all(ANY_CHART, CHART_LEFTS)
+            columns: dict[int, set[int]] = {}
+            for place, left in lefts:
+                columns.setdefault(place, set()).add(left)
+            assert all(len(edges) == 1 for edges in columns.values()), lefts
         screenshot(page, f"classroom-{page_name(path)}-{language}-presenter")
     finally:
         normal.close()
@@ -118,8 +130,14 @@ def test_every_page_fits_a_tablet(browser, app_server, path):
         context.close()
 
 
+# An expander is reached by its header (its <summary>), which opens it; the controls inside
+# a collapsed one are hidden, so they are reached once it is opened.
 FOCUSED_CONTROL = """(kinds) => {
     let node = document.activeElement;
+    if (node && node.matches('[data-testid="stExpander"] summary')) {
+        const all = [...document.querySelectorAll('[data-testid="stExpander"]')];
+        return `stExpander#${all.indexOf(node.closest('[data-testid="stExpander"]'))}`;
+    }
     while (node && node !== document.body) {
         const id = node.getAttribute && node.getAttribute('data-testid');
         if (kinds.includes(id)) {
@@ -131,23 +149,25 @@ FOCUSED_CONTROL = """(kinds) => {
     return null;
 }"""
 
-# Every enabled control on the page (the sidebar's too), named as FOCUSED_CONTROL names it.
-ALL_CONTROLS = """(kinds) => kinds.flatMap(id => {
+# Every enabled control a learner can see (the sidebar's too), and every expander's header,
+# named as FOCUSED_CONTROL names them.
+ALL_CONTROLS = """(kinds) => [...kinds, 'stExpander'].flatMap(id => {
     const all = [...document.querySelectorAll(`[data-testid="${id}"]`)];
     return all
-        .filter(el => !el.querySelector('[disabled], [aria-disabled="true"]')
-                      && !el.matches('[disabled], [aria-disabled="true"]'))
+        .filter(el => el.checkVisibility({visibilityProperty: true}) && (id === 'stExpander'
+            ? !!el.querySelector('summary')
+            : !el.querySelector('[disabled], [aria-disabled="true"]')
+              && !el.matches('[disabled], [aria-disabled="true"]')))
         .map(el => `${id}#${all.indexOf(el)}`);
 })"""
 
+# Every expander's header that is still collapsed.
+CLOSED_EXPANDERS = '[data-testid="stExpander"] details:not([open]) > summary'
 
-@pytest.mark.parametrize("path", PAGES, ids=page_name)
-def test_every_control_is_reachable_with_the_tab_key(page, app_server, path):
-    open_page(page, app_server, path)
-    # The sentence box at least: the frame draws it on every page.
-    page.wait_for_function(
-        f"(kinds) => ({ALL_CONTROLS})(kinds).includes('stTextInput#0')", arg=list(CONTROLS)
-    )
+
+def tab_through(page) -> tuple[set[str], set[str]]:
+    """Press Tab from the top until every control a learner can see is reached (or 600
+    presses); what was wanted and what was reached, judged on the controls enabled then."""
     wanted = set(page.evaluate(ALL_CONTROLS, list(CONTROLS)))
     reached: set[str] = set()
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
@@ -161,4 +181,26 @@ def test_every_control_is_reachable_with_the_tab_key(page, app_server, path):
     # Judged on the controls enabled now: one the page disables while it settles (a slider
     # that only one mask kind uses) is out of the Tab order by design.
     wanted &= set(page.evaluate(ALL_CONTROLS, list(CONTROLS)))
+    return wanted, reached
+
+
+@pytest.mark.parametrize("path", PAGES, ids=page_name)
+def test_every_control_is_reachable_with_the_tab_key(page, app_server, path):
+    open_page(page, app_server, path)
+    # The sentence box at least: the frame draws it on every page.
+    page.wait_for_function(
+        f"(kinds) => ({ALL_CONTROLS})(kinds).includes('stTextInput#0')", arg=list(CONTROLS)
+    )
+    wanted, reached = tab_through(page)
+    assert sorted(wanted - reached) == []
+
+    # Every expander opened, as a learner opens one: the controls it held are reached too.
+    for _ in range(50):
+        closed = page.locator(CLOSED_EXPANDERS)
+        if closed.count() == 0:
+            break
+        closed.first.click()
+        wait_until_idle(page)
+    expect(page.locator(CLOSED_EXPANDERS)).to_have_count(0)
+    wanted, reached = tab_through(page)
     assert sorted(wanted - reached) == []

@@ -31,19 +31,7 @@ SENTENCE = "Extraordinarily 我 counterrevolutionary <b>zebras</b> 😀 sang ton
 # chart on the page" may be a few.
 KEYS_BY_LESSON = {
     "positional": ("pe_heatmap", "pe_order_max", "pe_order_tokens"),
-    "masks": (
-        "mask_step_x_query",
-        "mask_step_hook_q",
-        "mask_step_hook_k",
-        "mask_step_hook_v",
-        "mask_step_qk",
-        "mask_step_scaled",
-        "mask_step_mask",
-        "mask_step_hook_attn_scores",
-        "mask_step_hook_pattern",
-        "mask_step_hook_z",
-        "mask_leakage",
-    ),
+    "masks": ("mask_row", "mask_leakage"),
     "recurrent": (
         "rc_distance",
         "rc_theory",
@@ -56,9 +44,19 @@ KEYS_BY_LESSON = {
 # A lesson whose charts sit in several parts (one tab open at a time): each part, opened by
 # its link, and the charts it draws.
 PARTS_BY_LESSON = {
+    # The stepper draws one stage's query row at a time, under one key (its heatmaps wait in
+    # an expander): four of its stages, each opened by its link.
+    "masks": {
+        "mask_step=x": ("mask_row", "mask_leakage"),
+        "mask_step=scale": ("mask_row",),
+        "mask_step=mask": ("mask_row",),
+        "mask_step=softmax": ("mask_row",),
+    },
     "recurrent": {
         "rc_part=distance": ("rc_distance",),
-        "rc_part=theory": ("rc_theory", "rc_jacobian"),
+        # The step spectra wait for a click on the visitor's own sentence: the trained
+        # weights read their task's sequence, where they are always drawn.
+        "rc_part=theory&rc_weights=copy-lag20": ("rc_theory", "rc_jacobian"),
         "rc_part=clipping": ("rc_clip_bars", "rc_clip_lines"),
     },
     "training": {

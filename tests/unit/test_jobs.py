@@ -414,3 +414,29 @@ def test_the_limits_are_read_from_their_environment_variables():
     assert done.stdout.strip() == (
         "Limits(per_client=5, steps_per_hour=20000, queued_timeout_s=15.0, reconnect_s=60.0)"
     ), done.stderr
+
+
+def test_closing_stops_every_run_and_ends_the_worker_threads():
+    manager = JobManager(max_running=1, recipe_for=lambda *_: TINY, limits=Limits(per_client=10))
+    training = manager.submit(who("a"), RunRequest(COPY, ("lstm",), steps=3000))
+    waiting = manager.submit(who("b"), RunRequest(COPY, ("rnn",), steps=3000))
+    _until_step(manager, training.id, 2)
+    manager.close()
+    assert not any(worker.is_alive() for worker in manager._workers)
+    assert manager.snapshot(training.id).status == STOPPED
+    assert manager.snapshot(training.id).step < 3000
+    assert manager.snapshot(waiting.id).status == STOPPED
+    assert manager.snapshot(waiting.id).step == 0
+
+
+def test_a_run_is_marked_done_only_once_its_models_are_saved():
+    saved = []
+
+    def slow_save(job):
+        threading.Event().wait(0.3)  # a save that takes a moment, as a disk under load does
+        saved.append(job.id)
+
+    manager = JobManager(max_running=1, on_finish=slow_save, recipe_for=lambda *_: TINY)
+    job = manager.submit(who("a"), run(steps=2))
+    assert manager.wait(job.id).status == DONE
+    assert saved == [job.id]

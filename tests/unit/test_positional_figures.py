@@ -134,6 +134,20 @@ def test_without_chosen_dimensions_the_table_is_drawn_alone():
     assert alone.json_pair()[0] == encoding_heatmap(table, 5, end_text="end").json_pair()[0]
 
 
+def test_the_position_axis_names_each_token_of_the_sentence_at_its_position():
+    table = pe.sinusoidal_table(45, 16)
+    tokens = ["the", "cat", "<b>", "sat"]
+    fig = encoding_figure(table, [0], n_sentence=4, tokens=tokens)
+    axis = fig.layout.xaxis2  # the one position axis drawn, under the curves
+    assert list(axis.tickvals) == [0, 1, 2, 3, 10, 20, 30, 40]
+    assert list(axis.ticktext) == [*token_labels(tokens), "10", "20", "30", "40"]
+    alone = encoding_figure(table, [], n_sentence=4, tokens=tokens)
+    assert list(alone.layout.xaxis.ticktext)[:4] == token_labels(tokens)
+    # A sentence too long to name every position keeps plotly's numbered ticks.
+    long = encoding_figure(table, [0], n_sentence=41, tokens=["w"] * 41)
+    assert long.layout.xaxis2.tickvals is None
+
+
 def test_alibi_s_bias_is_drawn_on_its_own_axis_from_zero_not_as_a_similarity():
     built, reach = 32, 128
     r = np.arange(reach + 1)

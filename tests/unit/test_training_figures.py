@@ -69,3 +69,26 @@ def test_a_trained_model_reads_the_example_through_its_own_input_layer():
     spec = ModelSpec("transformer", task.n_in, task.n_out, d_model=8, n_heads=2, n_ctx=11)
     transformer = SequenceModel(spec).freeze()
     torch.testing.assert_close(inputs_for(transformer, ids), transformer.core.W_E[ids])
+
+
+class _Counts:
+    """A character model of fixed probabilities after any history."""
+
+    alphabet = ("a", "b", " ", "c")
+
+    def probability(self, char: str, history: str) -> float:
+        return {"a": 0.1, "b": 0.4, " ": 0.4, "c": 0.1}[char]
+
+
+def test_top_next_lists_the_likeliest_characters_first_ties_in_alphabet_order():
+    from components.training import top_next
+
+    chars, probs = top_next(_Counts(), "x", 3)
+    assert chars == ("b", " ", "a")
+    np.testing.assert_allclose(probs, [0.4, 0.4, 0.1])
+
+
+def test_a_character_label_shows_spaces_and_breaks_and_no_markup():
+    from components.training import char_label
+
+    assert [char_label(c) for c in (" ", "\n", "<", "猫")] == ["␣", "⏎", "&lt;", "猫"]

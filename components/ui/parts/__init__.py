@@ -7,6 +7,7 @@ from functools import partial
 import streamlit as st
 
 from components.i18n import t
+from components.lessons import lesson_named
 from components.ui.linked import linked_tabs
 
 
@@ -15,12 +16,19 @@ def part_label(labels: str, part: str) -> str:
     return t(f"{labels}.{part}")
 
 
-def open_part(parts, key: str, labels: str, opened_by: dict | None = None):
-    """A lesson's parts as tabs, the first one open by default: (the open part's name, its
-    container). Only the open part is drawn, so a keystroke redraws one part. A link opens a
-    part by `?<key>=<name>` or by its tab's label in either language; `opened_by` maps a
-    part to the keys of the controls inside it, so a link that sets one of them opens it."""
-    parts = list(parts)
+def open_part(lesson: str, opened_by: dict | None = None):
+    """The parts of `lesson` (components/lessons.py) as tabs, the first one open by default:
+    (the open part's name, its container). Only the open part is drawn, so a keystroke
+    redraws one part. A link opens a part by `?<part_key>=<name>` or by its tab's label in
+    either language; `opened_by` maps a part to the keys of the controls inside it, so a
+    link that sets one of them opens it."""
+    about = lesson_named(lesson)
+    parts = list(about.parts)
     return linked_tabs(
-        st, parts, parts[0], key=key, format_func=partial(part_label, labels), opened_by=opened_by
+        st,
+        parts,
+        parts[0],
+        key=about.part_key,
+        format_func=partial(part_label, about.part_labels),
+        opened_by=opened_by,
     )

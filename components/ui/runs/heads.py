@@ -92,7 +92,13 @@ def attention_model_shown(key: str):
     return first_time_under_spinner(loaded, "heads.loading", partial(attention_model, key))
 
 
-@st.cache_resource(show_spinner=False)
+def _close_worker_slot(slot) -> None:
+    if slot is not None:
+        slot.close()
+
+
+# Released when the cache is cleared (a test session's end): the child process stops.
+@st.cache_resource(show_spinner=False, on_release=_close_worker_slot)
 def _shipped_model_worker_slot():
     from models.serving.forward_worker import worker_wanted
     from models.serving.worker_slot import WorkerSlot

@@ -97,9 +97,9 @@ def trained_stem(name: str) -> str:
     """Where the trained model `name` is kept: with the shipped checkpoints, or in this
     visitor's own folder (a visitor's model names never clash with the shipped ones)."""
     from models.analysis import trained_sources as ts
-    from models.training.train import CHECKPOINT_DIR
+    from models.training.train import CHECKPOINT_DIR, CHINESE_LM
 
-    if name in (*ts.SHIPPED_TRANSFORMERS, ts.SHIPPED_ENCODER_DECODER):
+    if name in (*ts.SHIPPED_TRANSFORMERS, ts.SHIPPED_ENCODER_DECODER, CHINESE_LM):
         return str(CHECKPOINT_DIR / name)
     return str(load_visitor_store().folder(visitor_id()) / name)
 
@@ -135,6 +135,26 @@ def induction_roles(stem: str) -> dict:
     return circuit(head_scores(checkpoint.model, task_from_config(checkpoint.task)))
 
 
+@st.cache_data(max_entries=4, show_spinner=False)
+def previous_char_head(stem: str) -> tuple[int, int, float, float]:
+    """A character model's strongest previous-character head, measured on its held-out
+    text (models/analysis/char_heads.py): `(layer, head, score, even)`, `even` the score
+    of a head that spreads its weight evenly, on windows as long."""
+    from models.analysis.char_heads import (
+        even_previous_weight,
+        held_out_windows,
+        previous_char_scores,
+    )
+    from models.training.tasks import task_from_config
+
+    checkpoint = load_checkpoint(stem)
+    task = task_from_config(checkpoint.task)
+    windows = held_out_windows(task)
+    scores = previous_char_scores(checkpoint.model, windows)
+    layer, head = divmod(int(scores.argmax()), scores.shape[1])
+    return layer, head, float(scores[layer, head]), even_previous_weight(len(windows[0]))
+
+
 def induction_roles_text(roles: dict, key: str) -> str:
     """The string `key` naming the measured induction and previous-token heads and scores."""
     (i_layer, i_head, i_score), (p_layer, p_head, p_score) = (
@@ -161,7 +181,12 @@ def load_visitor_store():
     return store
 
 
-@st.cache_resource(show_spinner=False)
+def _close_job_manager(manager) -> None:
+    manager.close()
+
+
+# Released when the cache is cleared (a test session's end): the runs stop, the threads end.
+@st.cache_resource(show_spinner=False, on_release=_close_job_manager)
 def load_job_manager():
     """One queue for the whole server: at most MAX_RUNNING training runs at once. Its state
     folder, where `python -m models.training.jobs clear` leaves its request, is the visitor
@@ -184,6 +209,9 @@ def load_job_manager():
         store.prune()
         task = job.trainers and next(iter(job.trainers.values())).task
         stamp = time.strftime("%H%M%S")  # one for the run: its models' names go together
+        # Saved before the queue marks the run finished (models/training/jobs.py): its
+        # length is measured now, on the queue's clock (time.monotonic).
+        seconds = (job.finished or time.monotonic()) - job.started
         for kind, trainer in job.trainers.items():
             store.save(
                 job.requester.visitor,
@@ -191,7 +219,7 @@ def load_job_manager():
                 trainer.model,
                 stamp=stamp,
                 task=task.config(),
-                training=trainer.metadata(job.finished - job.started),
+                training=trainer.metadata(seconds),
                 metrics=job.results.get(kind, {}),
             )
 

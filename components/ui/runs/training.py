@@ -1,11 +1,13 @@
 """The training lab's cached runs: the shipped induction model's heads, the n-gram
-baseline and the trained language models on the visitor's sentence."""
+baseline on the visitor's sentence (its unseen n-grams, the bigram's next character) and
+the trained language models on the visitor's sentence."""
 
 from __future__ import annotations
 
 import numpy as np
 import streamlit as st
 
+from components.training import top_next
 from components.ui.runs.shared import load_checkpoint
 from models.training.tasks import make_task
 from models.training.train import CHECKPOINT_DIR, checkpoint_name
@@ -26,10 +28,28 @@ def induction_heads() -> tuple[dict, float]:
 
 
 @st.cache_resource(show_spinner=False)
-def ngram_model():
+def ngram_model(n: int = BEST_NGRAM):
+    """The Witten–Bell n-gram model of the training text (the 4-gram by default)."""
     from models.analysis.ngram import WittenBell
 
-    return WittenBell(LM_TASK.split()[0], BEST_NGRAM, LM_TASK.vocab)
+    return WittenBell(LM_TASK.split()[0], n, LM_TASK.vocab)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def sentence_unseen(text: str, orders: tuple[int, ...]) -> np.ndarray:
+    """For each n of `orders`, the share of the n-grams of `text` the training text never
+    contains (NaN where `text` is shorter than n): the measure the baseline table gives
+    for the held-out text, on the visitor's sentence."""
+    from models.analysis.ngram import unseen_share
+
+    train = LM_TASK.split()[0]
+    return np.asarray([unseen_share(train, text, n) for n in orders], dtype=np.float64)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def bigram_next(char: str, k: int = 5) -> tuple[tuple[str, ...], np.ndarray]:
+    """The bigram model's `k` most likely characters after `char`, and their probabilities."""
+    return top_next(ngram_model(2), char, k)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

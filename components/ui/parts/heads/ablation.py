@@ -16,6 +16,7 @@ from components.ui.charts import show_chart
 from components.ui.linked import linked_multiselect, set_state
 from components.ui.parts.heads.reading import Reading
 from components.ui.runs.heads import ablation_run, every_head_run
+from components.ui.tour import offer
 from models.serving import runtime
 from models.serving.fair_slots import Superseded, Unfinished
 
@@ -43,6 +44,7 @@ def draw(reading: Reading) -> None:
     )
     heads_off = tuple(divmod(i, n_heads) for i in sorted(switched_off))
     change = ablation_run(reading.key, reading.text, heads_off) if heads_off else None
+    _offer(heads_off, change, bool(cfg.causal))
     if change is None:
         st.info(t("heads.ablate_none"))
     elif cfg.causal:
@@ -100,6 +102,18 @@ def draw(reading: Reading) -> None:
             args=({"_every_head_for": measured},),
         )
         st.caption(t("heads.effect_pending", count=n_layers * n_heads))
+
+
+def _offer(heads_off: tuple, change, causal: bool) -> None:
+    """What the chart and the metric above it show: with no head off, the output is the
+    original one (similarity 1, divergence 0)."""
+    if change is None:
+        offer("heads.ablation", heads_off=heads_off, causal=causal, cosine=1.0, kl=0.0)
+    elif causal:
+        offer("heads.ablation", heads_off=heads_off, causal=True, cosine=None, kl=change.kl)
+    else:
+        cosine = min(change.cosine, 1.0)  # as the metric shows it
+        offer("heads.ablation", heads_off=heads_off, causal=False, cosine=cosine, kl=None)
 
 
 def every_head_grid(reading: Reading) -> None:

@@ -2,7 +2,9 @@
 
 The models the server's operator offers (models/serving/catalog.py), the Transformers
 SeqLens ships trained, and the visitor's own (models/analysis/trained_attention.py); then
-the chosen model loaded, and a few lines on what it is.
+the chosen model loaded, and a few lines on what it is. A sentence written mostly in
+Chinese characters is offered the model that reads it (the Chinese character model), one
+click away; that model, given a sentence that is not, offers the way back.
 """
 
 from __future__ import annotations
@@ -12,23 +14,33 @@ from functools import partial
 
 import streamlit as st
 
+from components.cjk import han_share, mostly_chinese
 from components.i18n import LANGUAGES, t, using_language
 from components.labels import markdown_literal
 from components.ui.linked import linked_selectbox, set_state
-from components.ui.runs.heads import CHECKPOINT_KEY, attention_model_shown, model_choices
+from components.ui.runs.heads import (
+    CHECKPOINT_KEY,
+    attention_model,
+    attention_model_shown,
+    model_choices,
+)
 from components.ui.runs.shared import (
     about_trained,
     induction_roles,
     induction_roles_text,
     load_checkpoint,
     load_visitor_store,
+    previous_char_head,
     trained_stem,
 )
+from components.ui.sentence import current_sentence
 from components.ui.visitor_links import visitor_id
 from models.analysis import trained_sources as ts
 from models.serving.catalog import SHIPPED_KEY
 from models.serving.model_files import ModelRefused
+from models.text import READ_CHARS
 from models.training.checkpoints import CheckpointError
+from models.training.train import CHINESE_LM
 
 FAMILIES = {
     "bert": "BERT",
@@ -43,6 +55,8 @@ MODEL_BOUND_KEYS = ("layer", "head", "token", "ablate", "rollout_layer")
 # Picker keys of trained Transformers: shipped ones by checkpoint name, the visitor's own
 # by the name they were saved under (kept in their own folder, never named by a path).
 TRAINED, MINE = "trained:", "mine:"
+# The shipped Transformer trained on Chinese text: offered for a sentence mostly in Chinese.
+CHINESE = TRAINED + CHINESE_LM
 
 
 def count_text(n: int) -> str:
@@ -73,7 +87,8 @@ def refusal_text(code: str, params: dict) -> str:
 def trained_choices() -> list[str]:
     """The shipped trained Transformers, then this visitor's own (newest first)."""
     saved = ts.saved_transformers(load_visitor_store().list(visitor_id()))
-    return [TRAINED + name for name in ts.SHIPPED_TRANSFORMERS] + [MINE + name for name in saved]
+    shipped = (ts.SHIPPED_INDUCTION, CHINESE_LM, *ts.SHIPPED_TRANSFORMERS[1:])
+    return [TRAINED + name for name in shipped] + [MINE + name for name in saved]
 
 
 def trained_label(key: str) -> str:
@@ -166,10 +181,64 @@ def model_name(key: str) -> str:
     return next((c.name for c in model_choices() if c.key == key), key)
 
 
+def unread_pieces(key: str, text: str) -> int | None:
+    """How many pieces of `text` the model `key` (a cached key) reads as its unknown token,
+    or how many of its characters a trained model's alphabet lacks; None for a model of
+    another task, which reads its own sequences."""
+    encoder = attention_model(key)
+    if key.startswith(CHECKPOINT_KEY):
+        if not encoder.reads_sentence:
+            return None
+        return len(ts.read(encoder.task_config, text, READ_CHARS).unknown)
+    return len(encoder.tokenize(text).unknown_spans(text, encoder.unknown_token))
+
+
+def offer_reader(key: str) -> None:
+    """For a sentence mostly in Chinese characters, the model that reads it, one click
+    away; the Chinese model, given a sentence that is not, the way back to MiniLM."""
+    text = current_sentence().text
+    chinese = key == cached_key(CHINESE)
+    if mostly_chinese(text) == chinese:
+        return
+    unread = unread_pieces(key, text)
+    if chinese:
+        if not unread:
+            return
+        st.info(t("heads.cjk.not_chinese", n=unread))
+        choice, button = {"model": SHIPPED_KEY}, "heads.cjk.back"
+    else:
+        share = han_share(text)
+        if unread is None:
+            st.info(t("heads.cjk.offer_task", share=share))
+        elif unread:
+            st.info(t("heads.cjk.offer_unknown", share=share, n=unread))
+        else:
+            st.info(t("heads.cjk.offer", share=share))
+        choice, button = {"model": CHINESE}, "heads.cjk.switch"
+    st.button(t(button), key="cjk_switch", on_click=set_state, args=(choice,))
+
+
+def previous_char_intro(stem: str) -> None:
+    """The Chinese model's measured previous-character head, one click away."""
+    layer, head, score, even = previous_char_head(stem)
+    st.caption(t("heads.cjk.previous_head", layer=layer, head=head, score=score, even=even))
+    st.button(
+        t("heads.cjk.jump_previous", layer=layer, head=head),
+        key="jump_previous_char",
+        on_click=set_state,
+        args=({"layer": layer, "head": head},),
+    )
+
+
 def trained_intro(stem: str) -> None:
     """What the trained model is and what it scored; for an induction model, its measured
-    induction and previous-token heads, one click away."""
+    induction and previous-token heads, one click away; for the Chinese model, its
+    previous-character head."""
     checkpoint = load_checkpoint(stem)
+    if checkpoint.task.get("text") == "zh":
+        st.info(about_trained(checkpoint, "heads.cjk.about"))
+        previous_char_intro(stem)
+        return
     st.info(about_trained(checkpoint, "heads.trained.about"))
     if checkpoint.task.get("name") != "induction":
         return

@@ -1,5 +1,10 @@
 """The attention lesson's overview, drawn on every run above the tabbed parts: every head
-at once, the chosen head alone, and where one token looks in every head."""
+at once, the chosen head alone, and where one token looks in every head.
+
+Each chart offers the numbers it draws to the lesson's tour (components/tours/probes/heads.py),
+and, while a tour question it answers is open, waits for the learner's answer: the charts
+of the heads' weights answer "heads.head_weights" (where a token looks in a head), and the
+all-heads chart, whose summary counts the sinks, answers "heads.sinks" too."""
 
 from __future__ import annotations
 
@@ -7,12 +12,13 @@ from functools import partial
 
 import streamlit as st
 
-from components.grid import all_heads_grid, focus_grid, head_grid
+from components.grid import all_heads_grid, focus_grid, head_grid, position_labels
 from components.i18n import t
 from components.summaries import all_heads_summary, strongest_link_summary, token_focus_summary
 from components.ui.charts import show_chart
 from components.ui.linked import linked_selectbox, set_state
 from components.ui.parts.heads.reading import Reading
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis.attention_stats import strongest_head_for_query, strongest_link
 
 
@@ -39,10 +45,33 @@ def _token_option(tokens: list[str], i: int) -> str:
     return f"{i}: {tokens[i]}"
 
 
-def draw(reading: Reading, layer: int, head: int) -> None:
+def _kv_suffix(cfg):
+    return partial(_kv_of, cfg) if cfg.n_kv_heads < cfg.n_heads else str
+
+
+def draw_all(reading: Reading, layer: int, head: int) -> None:
+    """The first chart: every head at once."""
     cfg = reading.cfg
-    kv_suffix = partial(_kv_of, cfg) if cfg.n_kv_heads < cfg.n_heads else str
-    _all_heads(reading, layer, head, kv_suffix)
+    offer(
+        "heads.reading",
+        tokens=reading.tokens,
+        labels=position_labels(reading.tokens),
+        n_layers=cfg.n_layers,
+        n_heads=cfg.n_heads,
+        patterns=reading.patterns,
+        specials=reading.specials,
+        sinks=reading.sinks,
+        causal=bool(cfg.causal),
+    )
+    if held_back("heads.head_weights") or held_back("heads.sinks"):
+        show_held_back()
+        return
+    _all_heads(reading, layer, head, _kv_suffix(cfg))
+
+
+def draw_chosen(reading: Reading, layer: int, head: int) -> None:
+    """Below the layer and head choices: the chosen head alone, and one token's focus."""
+    kv_suffix = _kv_suffix(reading.cfg)
     one, focus = st.columns(2)
     with one:
         _one_head(reading, layer, head, kv_suffix)
@@ -66,7 +95,6 @@ def _all_heads(reading: Reading, layer: int, head: int, kv_suffix) -> None:
         ]
         for la in range(n_layers)
     ]
-    st.subheader(t("heads.all_title", n_layers=n_layers, n_heads=n_heads))
     show_chart(
         all_heads_grid(
             patterns,
@@ -97,6 +125,10 @@ def _one_head(reading: Reading, layer: int, head: int, kv_suffix) -> None:
     if cfg.n_kv_heads < cfg.n_heads:
         st.caption(kv_suffix(head))
     pattern = reading.patterns[layer, head]
+    offer("heads.one_head", layer=layer, head=head, labels=position_labels(tokens), pattern=pattern)
+    if held_back("heads.head_weights"):
+        show_held_back()
+        return
     link = strongest_link(pattern, ignore=reading.specials)
     show_chart(
         head_grid(
@@ -134,6 +166,12 @@ def _focus(reading: Reading) -> None:
         key="token",
         format_func=partial(_token_option, tokens),
     )
+    weights = patterns[:, :, query, :]
+    labels = position_labels(tokens)
+    offer("heads.focus", query=query, tokens=tokens, labels=labels, weights=weights)
+    if held_back("heads.head_weights"):
+        show_held_back()
+        return
     # Neighbours are skipped too: many heads just look one token back or ahead.
     neighbours = tuple(k for k in (query - 1, query + 1) if 0 <= k < len(tokens))
     best = strongest_head_for_query(patterns, query, (*specials, *neighbours))
@@ -147,7 +185,7 @@ def _focus(reading: Reading) -> None:
             "layer": range(n_layers),
             "head": range(n_heads),
             "key": tokens,
-            "weight": patterns[:, :, query, :],
+            "weight": weights,
         },
     )
     st.caption(t("heads.focus_caption", count=n_layers * n_heads))

@@ -10,6 +10,7 @@ from components.i18n import t
 from components.ui.charts import show_chart
 from components.ui.linked import linked_slider
 from components.ui.parts.heads.reading import Reading
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis.attention_stats import attention_rollout, strongest_link
 
 
@@ -25,6 +26,10 @@ def draw(reading: Reading) -> None:
     )
     flow = rollout[through]
     drawn = position_labels(tokens)  # the chart's labels, as the numbers' row and column names
+    offer("heads.rollout", through=through, labels=drawn, flow=flow)
+    if held_back("heads.rollout"):
+        show_held_back()
+        return
     q_best, k_best, _ = strongest_link(flow, ignore=reading.specials) or (0, 0, 0.0)
     show_chart(
         head_grid(

@@ -14,6 +14,7 @@ from components.ui.charts import show_chart
 from components.ui.linked import linked_slider
 from components.ui.runs import masks as runs
 from components.ui.runs.shared import load_tokenizer
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis import kv_cache
 from models.nets.transformer import TransformerConfig
 
@@ -84,6 +85,15 @@ def draw(ids: list[int], cfg: TransformerConfig) -> None:
                 ),
                 data={"position": all_tokens[: len(cached)], name: cached},
             )
+    macs_cached, macs_full = run.macs_cached / 1e6, run.macs_full / 1e6  # as the chart draws
+    offer(
+        "masks.kv",
+        macs_cached=macs_cached,
+        macs_full=macs_full,
+        context=context,
+        n_new=n_new,
+        per_pair=kv_cache.pair_multiply_adds(cfg),
+    )
     kv_left, kv_right = st.columns(2)
     with kv_left:
         show_chart(
@@ -101,22 +111,25 @@ def draw(ids: list[int], cfg: TransformerConfig) -> None:
             },
         )
     with kv_right:
-        show_chart(
-            per_step_figure(run.macs_cached / 1e6, run.macs_full / 1e6, "macs"),
-            key="kv_macs",
-            summary=t(
-                "masks.kv.macs_summary",
-                cached=float(run.macs_cached[-1] / 1e6),
-                full=float(run.macs_full[-1] / 1e6),
-                total_cached=float(run.macs_cached.sum() / 1e6),
-                total_full=float(run.macs_full.sum() / 1e6),
-            ),
-            data={
-                "step": steps_axis,
-                "multiply_adds_with_cache": run.macs_cached,
-                "multiply_adds_without_cache": run.macs_full,
-            },
-        )
+        if held_back("kv_macs"):  # a tour asks what a step costs before showing it
+            show_held_back()
+        else:
+            show_chart(
+                per_step_figure(macs_cached, macs_full, "macs"),
+                key="kv_macs",
+                summary=t(
+                    "masks.kv.macs_summary",
+                    cached=float(run.macs_cached[-1] / 1e6),
+                    full=float(run.macs_full[-1] / 1e6),
+                    total_cached=float(run.macs_cached.sum() / 1e6),
+                    total_full=float(run.macs_full.sum() / 1e6),
+                ),
+                data={
+                    "step": steps_axis,
+                    "multiply_adds_with_cache": run.macs_cached,
+                    "multiply_adds_without_cache": run.macs_full,
+                },
+            )
     kv_left, kv_right = st.columns(2)
     with kv_left:
         show_chart(

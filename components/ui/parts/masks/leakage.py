@@ -13,6 +13,7 @@ from components.ui.linked import linked_selectbox, linked_slider
 from components.ui.parts.masks.reading import SHOWN_TOKENS
 from components.ui.runs import masks as runs
 from components.ui.runs.shared import load_tokenizer
+from components.ui.tour import offer
 
 REPLACEMENTS = ("elephant", "never", "cold", "猫", "?")
 
@@ -38,6 +39,7 @@ def draw(ids: list[int], tokens: list[str]) -> None:
         if new_id == ids[position]:
             new_id = load_tokenizer().token_id("never" if word != "never" else "cold")
         changes = runs.leakage_by_mask(tuple(ids), position, new_id)
+        offer("masks.leakage", position=position, tokens=tokens, **changes)
         edited_tokens = list(tokens)
         edited_tokens[position] = load_tokenizer().id_to_token(new_id)
         st.text(" · ".join(edited_tokens))

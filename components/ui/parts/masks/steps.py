@@ -1,13 +1,15 @@
 """Attention step by step under a mask: the controls, the run they name (on the lesson's
-random Transformer or a trained one), then one head's ten heatmaps and their checks."""
+random Transformer or a trained one), then the stepper over one head's steps."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import streamlit as st
 
 from components.i18n import current_language, t
 from components.masks_steps import StepCase
-from components.ui.charts import show_chart
+from components.ui.parts.masks import stepper
 from components.ui.parts.masks.reading import SHOWN_TOKENS, encode
 from components.ui.parts.masks.step_controls import StepSetup, step_controls
 from components.ui.runs import masks as runs
@@ -68,16 +70,13 @@ def attention_case(setup: StepSetup, sentence_text: str, second_text: str) -> St
             source_ids, target_ids, source_tokens, target_tokens = ts.translation_example(
                 checkpoint.task
             )
-            st.text(" ".join(source_tokens) + "  →  " + " ".join(target_tokens))
+            setup.options.text(" ".join(source_tokens) + "  →  " + " ".join(target_tokens))
         return StepCase.translation(
             setup.stem, source_ids, target_ids, layer, source_tokens, target_tokens
         )
     query_ids, query_tokens = step_input(checkpoint, sentence_text)
     if not query_ids:  # every character unknown to the trained model
         raise NothingToRead
-    if checkpoint is not None:
-        st.caption(t("masks.weights.reads", n=len(query_ids)))
-        st.text(" · ".join(query_tokens))
     length = len(query_ids)
     if setup.kind == "padding":
         second_ids, second_tokens = step_input(checkpoint, second_text, second=True)
@@ -91,8 +90,9 @@ def attention_case(setup: StepSetup, sentence_text: str, second_text: str) -> St
         ]
         row = masks.padded_row(lengths)
         query_ids, query_tokens, length = [int(i) for i in batch[row]], rows[row], lengths[row]
-        st.caption(t("masks.padding.batch", row=row + 1, length=length, padded=len(query_ids)))
-        st.text("\n".join(" · ".join(r) for r in rows))
+        with setup.options:
+            st.caption(t("masks.padding.batch", row=row + 1, length=length, padded=len(query_ids)))
+            st.text("\n".join(" · ".join(r) for r in rows))
     allowed = masks.allowed_mask(
         setup.kind, len(query_ids), length=length, prefix=setup.prefix, window=setup.window
     )
@@ -100,24 +100,16 @@ def attention_case(setup: StepSetup, sentence_text: str, second_text: str) -> St
 
 
 def draw_steps(setup: StepSetup, case: StepCase) -> None:
-    """The ten heatmaps of one head's attention, two by two, their checks and the
-    explanation (built once per run, head and language: components/ui/runs/masks.py)."""
+    """One head's attention through the stepper, on its steps built once per run, head
+    and language (components/ui/runs/masks.py)."""
     built = runs.step_charts(
         case, setup.head, setup.cfg.d_head, setup.cfg.d_model, current_language()
     )
-    for pair in range(0, len(built.charts), 2):
-        for column, chart in zip(st.columns(2), built.charts[pair : pair + 2], strict=True):
-            with column:
-                show_chart(chart.figure, key=chart.key, summary=chart.summary, data=chart.data)
-    # The checks and the explanation are one caption: every element costs the server.
-    st.caption(built.checks)
-    if built.fully_masked is not None:
-        st.info(built.fully_masked)
+    stepper.draw(built, case, setup.kind, setup.cfg.d_head)
 
 
 def draw(sentence_text: str, cfg: TransformerConfig) -> None:
     """The section on the visitor's sentence; `cfg` is the lesson's random Transformer's."""
-    st.subheader(t("masks.steps.title"))
     setup = step_controls(cfg)
     checkpoint, kind = setup.checkpoint, setup.kind
     second = prepare_sentence(setup.second_raw)
@@ -126,16 +118,24 @@ def draw(sentence_text: str, cfg: TransformerConfig) -> None:
     )
     if needs_second:
         show_notes([note for note in second.notes if note.code != "empty_text"])
-    try:
-        case = (
-            None
-            if needs_second and second.is_empty
-            else attention_case(setup, sentence_text, second.text)
-        )
-    except NothingToRead:
-        case = None
-        st.info(t("masks.weights.nothing"))
+    case = None
+    if not (needs_second and second.is_empty):
+        try:
+            with setup.notes:
+                case = attention_case(setup, sentence_text, second.text)
+        except NothingToRead:
+            # The first view follows the sentence whatever it is: the random weights'
+            # tokenizer reads anything.
+            st.info(t("masks.weights.nothing"))
+            setup = replace(setup, checkpoint=None, stem="", cfg=cfg)
+            case = attention_case(setup, sentence_text, second.text)
     if needs_second and second.is_empty:
         st.info(t("masks.second_needed"))
     if case is not None:
+        if setup.checkpoint is not None and setup.kind != "cross":
+            # What the trained model reads (its characters, or its task's own sequence) in
+            # view above its steps: the token line at the top is the random Transformer's.
+            count, line = st.columns([2, 9], vertical_alignment="center")
+            count.caption(t("masks.weights.reads", n=len(case.query_tokens)))
+            line.text(" · ".join(case.query_tokens))  # the visitor's characters: inert
         draw_steps(setup, case)

@@ -13,6 +13,7 @@ from components.ui.charts import show_chart
 from components.ui.linked import linked_slider
 from components.ui.runs.positional import learned_table
 from components.ui.runs.shared import load_transformer
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis import positional as pe
 
 
@@ -32,26 +33,34 @@ def draw_rope(cfg, n: int) -> None:
     scores = pe.rope_scores(q_vec, k_vec, grid)
     shifted = pe.rope_scores(q_vec, k_vec, grid, start=shift)
     shift_error = float(np.abs(shifted - scores).max())
+    positions = np.arange(shift, shift + grid)
+    offer("positional.rope", shift=shift, positions=positions, scores=shifted, unshifted=scores)
+    # A tour's question on the grid waits for the learner's prediction: the grid and the
+    # sentence that reads it.
+    hidden = held_back("positional.rope_grid")
     rope_left, rope_right = st.columns(2)
     with rope_left:
-        show_chart(
-            matrix_figure(
-                shifted,
-                title=t("positional.rope.grid", start=shift, stop=shift + grid - 1),
-                x_title=t("positional.rope.key_pos"),
-                y_title=t("positional.rope.query_pos"),
-                x_labels=np.arange(shift, shift + grid),
-                y_labels=np.arange(shift, shift + grid),
-                value_name="q·k",
-            ),
-            key="pe_rope_grid",
-            summary=diagonal_summary(shifted),
-            data={
-                "query_position": np.arange(shift, shift + grid),
-                "key_position": np.arange(shift, shift + grid),
-                "score": shifted,
-            },
-        )
+        if hidden:
+            show_held_back()
+        else:
+            show_chart(
+                matrix_figure(
+                    shifted,
+                    title=t("positional.rope.grid", start=shift, stop=shift + grid - 1),
+                    x_title=t("positional.rope.key_pos"),
+                    y_title=t("positional.rope.query_pos"),
+                    x_labels=positions,
+                    y_labels=positions,
+                    value_name="q·k",
+                ),
+                key="pe_rope_grid",
+                summary=diagonal_summary(shifted),
+                data={
+                    "query_position": positions,
+                    "key_position": positions,
+                    "score": shifted,
+                },
+            )
     with rope_right:
         max_distance = 512
         distances = np.arange(max_distance + 1)
@@ -68,9 +77,16 @@ def draw_rope(cfg, n: int) -> None:
             summary=lines_summary({name: (distances, y) for name, y in decays.items()}),
             data={"distance": distances} | decays,
         )
-    st.caption(
-        t("positional.rope.explain", shift=shift, error=shift_error, grid=grid, d_head=cfg.d_head)
-    )
+    if not hidden:
+        st.caption(
+            t(
+                "positional.rope.explain",
+                shift=shift,
+                error=shift_error,
+                grid=grid,
+                d_head=cfg.d_head,
+            )
+        )
 
 
 def draw_extrapolation(cfg) -> None:
@@ -85,6 +101,14 @@ def draw_extrapolation(cfg) -> None:
         for s in pe.SCHEMES
     }
     distances = np.arange(reach + 1)
+    sizes = {"sinusoidal": cfg.d_model, "rope": cfg.d_head}
+    turns = {s: pe.periods_within(d, built) for s, d in sizes.items()}
+    offer(
+        "positional.extrapolation",
+        built=built,
+        turns=turns,
+        pairs={s: d // 2 for s, d in sizes.items()},
+    )
     alibi = t("positional.scheme.alibi")
     show_chart(
         extrapolation_figure(
@@ -115,9 +139,9 @@ def draw_extrapolation(cfg) -> None:
         t(
             "positional.extrapolation.explain",
             built=built,
-            sin_turns=pe.periods_within(cfg.d_model, built),
+            sin_turns=turns["sinusoidal"],
             sin_pairs=cfg.d_model // 2,
-            rope_turns=pe.periods_within(cfg.d_head, built),
+            rope_turns=turns["rope"],
             rope_pairs=cfg.d_head // 2,
             n_ctx=cfg.n_ctx,
             learned_message=learned_message,

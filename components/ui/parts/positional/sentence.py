@@ -25,6 +25,7 @@ from components.summaries import (
 from components.ui.charts import show_chart
 from components.ui.linked import linked_multiselect, linked_selectbox, linked_slider
 from components.ui.runs.positional import learned_table, order_effects, pair_distances
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis import positional as pe
 
 
@@ -35,13 +36,20 @@ def order_label(order: str) -> str:
 def draw(cfg, ids: tuple[int, ...], tokens: list[str]) -> None:
     """The table over your sentence and past its end; what reordering your tokens changes."""
     n = len(tokens)
-    draw_table(cfg, n)
+    draw_table(cfg, tokens)
     st.subheader(t("positional.order.title"))
+    # A tour's question on what reordering changes waits for the learner's prediction:
+    # the charts of the reordered sentence, the sentence that reads them and the classic
+    # pairs below (they show the same blindness).
+    hidden = held_back("positional.order")
     if n < 2:
         st.info(t("positional.order.too_short"))
         notes = []
     else:
-        notes = [draw_order(ids, tokens)]
+        notes = [draw_order(ids, tokens, hidden)]
+    if hidden:
+        show_held_back()
+        return
     pairs, schemes, pooled = zip(*pair_distances(), strict=True)
     st.caption("\n\n".join([*notes, t("positional.order.pairs")]))
     # An Arrow table is drawn as it is; rows of dicts would go through pandas first.
@@ -53,13 +61,17 @@ def draw(cfg, ids: tuple[int, ...], tokens: list[str]) -> None:
     st.dataframe(pa.table(table), hide_index=True, width="content")
 
 
-def draw_table(cfg, n: int) -> None:
-    """The sinusoidal or learned table over the sentence and past its end."""
-    st.subheader(t("positional.table.title"))
+def draw_table(cfg, tokens: list[str]) -> None:
+    """The sinusoidal or learned table over the sentence and past its end, its positions
+    named by the sentence's tokens."""
+    n = len(tokens)
     span = min(max(2 * n, n + 32), cfg.n_ctx)
-    left, right = st.columns(2)
+    # The lesson's first view: its controls and what they draw beside the chart, so the
+    # chart opens in view.
+    controls, shown = st.columns([1, 2.4])
+    controls.subheader(t("positional.table.title"))
     table_scheme = linked_selectbox(
-        left,
+        controls,
         t("positional.table.scheme"),
         ("sinusoidal", "learned"),
         "sinusoidal",
@@ -67,7 +79,7 @@ def draw_table(cfg, n: int) -> None:
         format_func=scheme_label,
     )
     dims = linked_multiselect(
-        right,
+        controls,
         t("positional.table.dims"),
         range(cfg.d_model),
         [0, 1, 20, 40],
@@ -80,18 +92,20 @@ def draw_table(cfg, n: int) -> None:
     end_text = t("positional.sentence_end")
     positions = np.arange(span)
     dims = sorted(dims)
+    offer("positional.table", table=table, scheme=table_scheme, n=n, span=span, dims=dims)
     # One chart: the table and, under it, the chosen dimensions over the same positions;
     # the download holds the whole table (the curves are columns of it).
-    show_chart(
-        encoding_figure(table, dims, n, end_text=end_text),
-        key="pe_heatmap",
-        summary=SEPARATOR.join(
-            [encoding_summary(table, n)] + ([waves_summary(table, dims)] if dims else [])
-        ),
-        data={"position": positions, "dimension": np.arange(cfg.d_model), "value": table}
-        | {t("chart.dim", dim=d): table[:, d] for d in dims},
-    )
-    st.caption(
+    with shown:
+        show_chart(
+            encoding_figure(table, dims, n, end_text=end_text, tokens=tokens),
+            key="pe_heatmap",
+            summary=SEPARATOR.join(
+                [encoding_summary(table, n)] + ([waves_summary(table, dims)] if dims else [])
+            ),
+            data={"position": positions, "dimension": np.arange(cfg.d_model), "value": table}
+            | {t("chart.dim", dim=d): table[:, d] for d in dims},
+        )
+    controls.caption(
         t(
             f"positional.table.explain.{table_scheme}",
             span=span,
@@ -102,9 +116,9 @@ def draw_table(cfg, n: int) -> None:
     )
 
 
-def draw_order(ids: tuple[int, ...], tokens: list[str]) -> str:
+def draw_order(ids: tuple[int, ...], tokens: list[str], hidden: bool = False) -> str:
     """What reordering the tokens changes under each encoding; returns what the charts show,
-    for the one caption under them and the table below."""
+    for the one caption under them and the table below (`hidden`: offered, not drawn)."""
     order_col, seed_col = st.columns(2)
     order = linked_selectbox(
         order_col,
@@ -127,13 +141,17 @@ def draw_order(ids: tuple[int, ...], tokens: list[str]) -> str:
     perm = effects["perm"]
     st.caption(t("positional.order.reordered"))
     st.text(" · ".join(tokens[i] for i in perm))
-    bar_col, token_col = st.columns([1, 2])
-    largest = {scheme_label(s): effects[s]["max_error"] for s in pe.SCHEMES}
+    max_error = {s: effects[s]["max_error"] for s in pe.SCHEMES}
     moved = {s: effects[s]["per_token"] for s in pe.SCHEMES}
+    offer("positional.order", max_error=max_error, per_token=moved, order=order, perm=perm)
+    if hidden:  # offered, not drawn: the charts wait for a tour question's answer
+        return ""
+    bar_col, token_col = st.columns([1, 2])
+    largest = {scheme_label(s): max_error[s] for s in pe.SCHEMES}
     with bar_col:
         show_chart(
             error_bars_figure(
-                {s: effects[s]["max_error"] for s in pe.SCHEMES},
+                max_error,
                 title=t("positional.order.max_title"),
                 y_title=t("chart.max_error"),
                 threshold=1e-5,

@@ -12,6 +12,7 @@ from components.summaries import lines_summary, peaks_summary, rotation_summary
 from components.ui.charts import show_chart
 from components.ui.linked import linked_slider
 from components.ui.runs.positional import learned_table
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis import positional as pe
 
 
@@ -33,6 +34,11 @@ def draw_similarity(cfg) -> None:
         "learned": pe.similarity_by_offset(learned_table(cfg.n_ctx), refs, max_offset),
     }
     offsets = np.arange(max_offset + 1)
+    offer("positional.similarity", offsets=offsets, refs=refs, d_model=cfg.d_model, **sims)
+    # A tour's question on the similarity at k = 0 waits for the learner's prediction.
+    if held_back("positional.similarity"):
+        show_held_back()
+        return
     sim_cols = st.columns(2)
     for col, (scheme, curves) in zip(sim_cols, sims.items(), strict=True):
         named = {
@@ -72,6 +78,7 @@ def draw_rotation(cfg) -> None:
     k = linked_slider(st, t("positional.rotation.offset"), 1, 128, 5, key="pe_offset")
     fit = pe.rotation_fit(k, cfg.d_model, cfg.n_ctx)
     rotation = fit["rotation"]
+    offer("positional.rotation", k=k, exact=fit["exact"], naive=fit["naive"])
     rot_left, rot_right = st.columns(2)
     with rot_left:
         show_chart(

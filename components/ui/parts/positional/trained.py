@@ -13,6 +13,7 @@ from components.ui.charts import show_chart
 from components.ui.linked import linked_selectbox, linked_slider
 from components.ui.runs.positional import training_views
 from components.ui.runs.shared import load_checkpoint, load_visitor_store, trained_stem
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis import trained_sources as ts
 from models.training.checkpoints import CheckpointError
 
@@ -74,7 +75,13 @@ def draw(me: str) -> None:
         when: (int(np.argmax(w[trained_head])), float(np.max(w[trained_head])))
         for when, w in offsets.items()
     }
-    draw_patterns(core.cfg, views, strongest, trained_head)
+    offer("positional.trained", head=trained_head, **offsets)
+    # A tour's question on what training made of the head waits for the learner's
+    # prediction: what the trained model shows (its heatmap, its curves, the sentence on them).
+    hidden = held_back("positional.trained")
+    draw_patterns(core.cfg, views, strongest, trained_head, hidden)
+    if hidden:
+        return
     draw_by_offset(offsets["after"])
     near = {when: view["near"] for when, view in views.items()}
     st.caption(
@@ -96,8 +103,9 @@ def draw(me: str) -> None:
     )
 
 
-def draw_patterns(cfg, views: dict, strongest: dict, trained_head: int) -> None:
-    """The head's attention from position alone, before and after training, side by side."""
+def draw_patterns(cfg, views: dict, strongest: dict, trained_head: int, hidden: bool) -> None:
+    """The head's attention from position alone, before and after training, side by side
+    (`hidden`: the one after training waits for a tour question's answer)."""
     patterns = {when: view["pattern"] for when, view in views.items()}
     positions = [str(i) for i in range(cfg.n_ctx)]
     # The model's own causal mask: keys after the query, drawn grey.
@@ -106,6 +114,9 @@ def draw_patterns(cfg, views: dict, strongest: dict, trained_head: int) -> None:
     for column, (when, pattern) in zip(st.columns(2), patterns.items(), strict=True):
         offset, share = strongest[when]
         with column:
+            if hidden and when == "after":
+                show_held_back()
+                continue
             show_chart(
                 step_heatmap(
                     pattern[trained_head],

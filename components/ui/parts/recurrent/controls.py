@@ -19,10 +19,6 @@ from models.nets.recurrent import ACTIVATIONS, INITS
 from models.text import Note
 from models.training.checkpoints import CheckpointError
 
-# The controls that build the constructed weights (trained weights ignore them).
-CONSTRUCTION_KEYS = ("rc_source", "rc_length", "rc_radius", "rc_act", "rc_init", "rc_hidden")
-CONSTRUCTION_KEYS += ("rc_forget",)
-
 
 @dataclass(frozen=True)
 class Controls:
@@ -57,14 +53,10 @@ def _clip_label(clip: float) -> str:
 
 def _weights(where, me: str) -> str:
     """The weights control; a visitor's run deleted since is replaced by constructed weights."""
-    # A first visit opens on the shipped trained weights, so the gates mean something. The
-    # control's default stays the constructed weights, so a link keeps its meaning: one made
-    # on trained weights names them, and one carrying any construction setting (every link
-    # made before trained weights were the first view) opens on constructed weights.
-    if "rc_weights" not in st.session_state and not any(
-        key in st.query_params for key in ("rc_weights", *CONSTRUCTION_KEYS)
-    ):
-        st.session_state["rc_weights"] = ts.SHIPPED_SOURCE
+    # The first view is the constructed weights, reading the visitor's sentence, so every
+    # chart follows what they type; the trained models are the next option, named as such.
+    # A link made on trained weights names them (they are not the default), so it keeps
+    # its meaning.
     weights = linked_selectbox(
         where,
         t("recurrent.controls.weights"),
@@ -76,6 +68,7 @@ def _weights(where, me: str) -> str:
         CONSTRUCTED,
         key="rc_weights",
         format_func=weights_label,
+        help=t("recurrent.controls.weights_help"),
     )
     if weights != CONSTRUCTED:
         try:
@@ -87,12 +80,26 @@ def _weights(where, me: str) -> str:
     return weights
 
 
-def draw() -> Controls:
-    """The settings, in three columns: input, recurrent matrix, model."""
-    st.subheader(t("recurrent.controls.title"))
-    col_input, col_matrix, col_model = st.columns(3)
+def draw(row, more) -> Controls:
+    """The weights, r and the loss step in `row`; the other settings in `more`, in three
+    columns: input, recurrent matrix, model."""
+    col_weights, col_radius, col_before = row.columns((1.4, 1, 1))
     me = visitor_id()
-    weights = _weights(col_input, me)
+    weights = _weights(col_weights, me)
+    constructing = {"disabled": weights != CONSTRUCTED}
+    radius = linked_slider(
+        col_radius,
+        t("recurrent.controls.radius"),
+        *gf.RADIUS_RANGE,
+        1.0,
+        key="rc_radius",
+        step=0.05,
+        **constructing,
+    )
+    before_end = linked_slider(
+        col_before, t("recurrent.controls.before_end"), 0, gf.MAX_T - 1, 0, key="rc_before"
+    )
+    col_input, col_matrix, col_model = more.columns(3)
     source = linked_selectbox(
         col_input,
         t("recurrent.controls.source"),
@@ -110,19 +117,6 @@ def draw() -> Controls:
         64,
         key="rc_length",
         disabled=source != "synthetic" or weights != CONSTRUCTED,
-    )
-    before_end = linked_slider(
-        col_input, t("recurrent.controls.before_end"), 0, gf.MAX_T - 1, 0, key="rc_before"
-    )
-    constructing = {"disabled": weights != CONSTRUCTED}
-    radius = linked_slider(
-        col_matrix,
-        t("recurrent.controls.radius"),
-        *gf.RADIUS_RANGE,
-        1.0,
-        key="rc_radius",
-        step=0.05,
-        **constructing,
     )
     activation = linked_selectbox(
         col_matrix,

@@ -10,6 +10,7 @@ from components.recurrent import lines_figure
 from components.summaries import lines_summary
 from components.ui.charts import show_chart
 from components.ui.parts.recurrent.flow import Flow
+from components.ui.tour import held_back, offer
 
 
 def _at(flow: Flow, name: str, k: int) -> float:
@@ -24,6 +25,10 @@ def draw(flow: Flow) -> None:
     st.subheader(t("recurrent.distance.title"))
     hover = [labels[tau - k] for k in distance]
     curves = {name: (distance, result[name]["grad_X"][tau::-1]) for name in result}
+    offer("recurrent.distance", k=distance, norms={n: y for n, (_, y) in curves.items()})
+    if held_back("rc_distance"):  # it answers the tour step's question, and so does its caption
+        st.info(t("tour.answer_first"))
+        return
     show_chart(
         lines_figure(
             curves,

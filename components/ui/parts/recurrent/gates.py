@@ -11,13 +11,23 @@ from components.recurrent import gates_figure
 from components.summaries import means_summary
 from components.ui.charts import load_grid_charts, show_chart
 from components.ui.parts.recurrent.flow import Flow
+from components.ui.tour import offer
 
 LATCHED = 0.9  # a forget gate above this at every step keeps the cell's content
 
 
+def _wait(flow: Flow) -> slice | None:
+    """The steps between reading a trained task's symbols and recalling them (None for
+    constructed weights): a latched unit keeps its cell, its forget gate open, through them."""
+    if not flow.controls.trained:
+        return None
+    task = flow.controls.s["task"]
+    return slice(int(task.get("length", 0)), int(task.get("lag", flow.reading.n_steps)))
+
+
 def _explain(flow: Flow) -> str:
     lstm, gru = flow.result["LSTM"], flow.result["GRU"]
-    controls, n_steps = flow.controls, flow.reading.n_steps
+    controls = flow.controls
     forget_mean = float(np.nanmean(np.where(np.isfinite(lstm["F"]), lstm["F"], np.nan)))
     n_units = lstm["F"].shape[1]
     if not controls.trained:
@@ -29,10 +39,7 @@ def _explain(flow: Flow) -> str:
             n=n_units,
             z=float(np.nanmean(gru["Z"])),
         )
-    # A latched unit keeps its cell through the wait between reading the symbols and
-    # recalling them: its forget gate stays open at every step of it.
-    task = controls.s["task"]
-    wait = slice(int(task.get("length", 0)), int(task.get("lag", n_steps)))
+    wait = _wait(flow)
     latched = int((np.nan_to_num(lstm["F"][wait]) > LATCHED).all(axis=0).sum())
     return t(
         "recurrent.gates.trained",
@@ -51,6 +58,15 @@ def draw(flow: Flow) -> None:
     labels, drawn_labels = flow.reading.labels, flow.reading.drawn_labels
     st.subheader(t("recurrent.gates.title"))
     load_grid_charts()  # the gates are grid charts; the unit part, in its own tab, sends its own
+    wait = _wait(flow)
+    offer(
+        "recurrent.gates",
+        forget=flow.result["LSTM"]["F"],
+        bias=flow.controls.settings.forget_bias,
+        trained=flow.controls.trained,
+        wait=None if wait is None else (wait.start, wait.stop),
+        level=LATCHED,
+    )
     lstm_col, gru_col = st.columns(2)
     with lstm_col:
         lstm = flow.result["LSTM"]

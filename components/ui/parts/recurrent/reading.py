@@ -14,6 +14,7 @@ from components.ui.runs import recurrent as runs
 from components.ui.runs.recurrent import CELLS
 from components.ui.runs.shared import load_tokenizer
 from components.ui.sentence import show_notes
+from components.ui.tour import offer
 from models.analysis import gradient_flow as gf
 from models.analysis import trained_sources as ts
 from models.nets.tokenizer import MAX_TOKENS
@@ -87,10 +88,20 @@ def draw(controls: Controls, sentence: PreparedText) -> Reading:
         labels=step_labels(tokens, n_steps),
         drawn_labels=step_labels(tokens, n_steps, escaped=False),
     )
+    offer(
+        "recurrent.reading",
+        tokens=tokens,
+        n_steps=n_steps,
+        tau=tau,
+        weights=controls.weights,
+        trained=controls.trained,
+    )
+    # One line of numbers, then the tokens as plain text (a token may hold markup). The
+    # token at the loss step is named apart when it is not the last one shown.
+    last = tau == n_steps - 1
+    st.caption(t(f"recurrent.{'loss_last' if last else 'loss'}", tau=tau, n=n_steps))
     if tokens is not None:
-        st.caption(t("recurrent.tokens", n=n_steps))
         st.text(" · ".join(tokens))
-    st.info(t("recurrent.loss", tau=tau, n=n_steps))
-    if tokens is not None:
-        st.text(t("recurrent.loss_token", token=tokens[tau]))
+        if not last:
+            st.text(t("recurrent.loss_token", token=tokens[tau]))
     return reading

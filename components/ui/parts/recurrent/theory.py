@@ -15,6 +15,7 @@ from components.ui.linked import set_state
 from components.ui.parts.recurrent.flow import Flow
 from components.ui.runs import recurrent as runs
 from components.ui.runs.recurrent import CELLS
+from components.ui.tour import held_back, offer
 from models.analysis import gradient_flow as gf
 
 SPECTRA_KEY = "_rc_spectra"  # set once the visitor asks for the spectra of their sentence
@@ -25,14 +26,16 @@ def _median(values: np.ndarray) -> float:
     return float(np.median(finite)) if finite.size else float("nan")
 
 
-def _theory(flow: Flow, r: float) -> str:
-    """The theory chart; the caption that says how close its lines are."""
+def _theory(flow: Flow, r: float) -> str | None:
+    """The theory chart; the caption that says how close its lines are (None while a tour
+    step's question holds them back)."""
     controls, tau, distance = flow.controls, flow.reading.tau, flow.distance
     theory = gf.linear_orthogonal_theory(r, tau)
     formula = t("recurrent.theory.formula", r=r)
     rnn_line = t(f"recurrent.theory.{'trained' if controls.trained else 'yours'}")
     rnn_grad = flow.result["RNN"]["grad_H"][tau::-1]
     curves = {formula: (distance, theory[::-1]), rnn_line: (distance, rnn_grad)}
+    measured = None
     if controls.trained:
         caption = t("recurrent.theory.trained_explain", r=r)
     else:
@@ -52,6 +55,19 @@ def _theory(flow: Flow, r: float) -> str:
         curves = {t("recurrent.theory.measured"): (distance, measured[tau::-1])} | curves
         activation = controls.settings.activation
         caption = t("recurrent.theory.explain", r=r, checked=checked, worst=worst, act=activation)
+    offer(
+        "recurrent.theory",
+        k=distance,
+        r=r,
+        control_r=controls.settings.radius,
+        trained=controls.trained,
+        formula=theory[::-1],
+        measured=None if measured is None else measured[tau::-1],
+        network=rnn_grad,
+    )
+    if held_back("rc_theory"):
+        st.info(t("tour.answer_first"))
+        return None
     show_chart(
         lines_figure(
             curves,
@@ -135,6 +151,7 @@ def draw(flow: Flow) -> None:
         theory_caption = _theory(flow, r)
     with jacobian_col:
         jacobian_caption = _spectra(flow, r)
-    st.caption(theory_caption)
+    if theory_caption is not None:
+        st.caption(theory_caption)
     if jacobian_caption is not None:
         st.caption(jacobian_caption)

@@ -9,6 +9,7 @@ from components.i18n import t
 from components.training import head_grids_figure
 from components.ui.charts import show_chart
 from components.ui.runs.training import INDUCTION_TASK, induction_heads
+from components.ui.tour import held_back, offer
 from models.analysis.probes import circuit
 
 # Both scores in one chart: one summary, one download of both grids.
@@ -19,6 +20,18 @@ def draw() -> None:
     st.subheader(t("training.heads.title"))
     heads, induction_accuracy = induction_heads()
     best = circuit(heads)
+    offer("training.heads", **{name: heads[name] for name in SCORES})
+    explain = t(
+        "training.heads.explain",
+        length=INDUCTION_TASK.length,
+        shortest=INDUCTION_TASK.min_repeat,
+        longest=INDUCTION_TASK.max_repeat,
+    )
+    # The chart and the caption that names the heads wait for the learner's answer.
+    if held_back("tr_heads"):
+        st.info(t("tour.answer_first"))
+        st.caption(explain)
+        return
     show_chart(
         head_grids_figure(
             {t(f"training.heads.{name}"): heads[name] for name in SCORES},
@@ -43,12 +56,7 @@ def draw() -> None:
     )
     # One caption of two paragraphs: how the scores are measured, then what they show.
     st.caption(
-        t(
-            "training.heads.explain",
-            length=INDUCTION_TASK.length,
-            shortest=INDUCTION_TASK.min_repeat,
-            longest=INDUCTION_TASK.max_repeat,
-        )
+        explain
         + "\n\n"
         + t(
             "training.heads.circuit",

@@ -47,8 +47,10 @@ def _model_label(kind: str) -> str:
     return LABELS[kind]
 
 
-def controls() -> Choice:
+def controls(running: int) -> Choice:
     st.subheader(t("training.controls.title"))
+    with st.expander(t("training.runs.title")):
+        st.caption(t("training.runs.explain", running=running))
     # The models' column is the widest: its chips (up to four) stay on one line, also on a
     # projector's larger type.
     col_task, col_models, col_run = st.columns([1.3, 1.9, 1])

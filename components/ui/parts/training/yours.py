@@ -12,6 +12,7 @@ from components.recurrent import lines_figure
 from components.training import NGRAM_COLOR
 from components.ui.charts import show_chart
 from components.ui.runs.training import BEST_NGRAM, LM_TASK, surprisal
+from components.ui.tour import offer
 from models.nets.task_models import LABELS
 
 
@@ -28,6 +29,7 @@ def draw(text: str) -> None:
         ngram_name if kind == "ngram" else LABELS[kind]: values
         for kind, values in surprisal("".join(chars)).items()
     }
+    offer("training.surprisal", bits=bits, ngram=ngram_name, chars="".join(chars))
     unknown = sorted(set(chars).difference(LM_TASK.vocab))
     if unknown:
         st.warning(t("training.yours.unknown", count=len(unknown)))
