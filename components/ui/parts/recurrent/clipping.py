@@ -12,7 +12,7 @@ from components.recurrent import clipping_figure, lines_figure
 from components.summaries import clipping_summary, lines_summary
 from components.ui.charts import show_chart
 from components.ui.parts.recurrent.flow import Flow, chosen_network
-from components.ui.tour import held_back, offer
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis import gradient_flow as gf
 
 
@@ -32,7 +32,7 @@ def draw(flow: Flow) -> None:
     offer("recurrent.clipping", model=focus, clip=clip, totals=totals, shares=shares)
     # Both charts and the caption show how clipping changes the early share.
     if held_back("rc_clip_bars"):
-        st.info(t("tour.answer_first"))
+        show_held_back()
         return
     with clip_left:
         show_chart(

@@ -10,7 +10,7 @@ from components.recurrent import lines_figure
 from components.summaries import lines_summary
 from components.ui.charts import show_chart
 from components.ui.parts.recurrent.flow import Flow
-from components.ui.tour import held_back, offer
+from components.ui.tour import held_back, offer, show_held_back
 
 
 def _at(flow: Flow, name: str, k: int) -> float:
@@ -27,7 +27,7 @@ def draw(flow: Flow) -> None:
     curves = {name: (distance, result[name]["grad_X"][tau::-1]) for name in result}
     offer("recurrent.distance", k=distance, norms={n: y for n, (_, y) in curves.items()})
     if held_back("rc_distance"):  # it answers the tour step's question, and so does its caption
-        st.info(t("tour.answer_first"))
+        show_held_back()
         return
     show_chart(
         lines_figure(

@@ -15,7 +15,7 @@ from components.ui.linked import set_state
 from components.ui.parts.recurrent.flow import Flow
 from components.ui.runs import recurrent as runs
 from components.ui.runs.recurrent import CELLS
-from components.ui.tour import held_back, offer
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis import gradient_flow as gf
 
 SPECTRA_KEY = "_rc_spectra"  # set once the visitor asks for the spectra of their sentence
@@ -66,7 +66,7 @@ def _theory(flow: Flow, r: float) -> str | None:
         network=rnn_grad,
     )
     if held_back("rc_theory"):
-        st.info(t("tour.answer_first"))
+        show_held_back()
         return None
     show_chart(
         lines_figure(

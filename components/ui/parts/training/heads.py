@@ -9,7 +9,7 @@ from components.i18n import t
 from components.training import head_grids_figure
 from components.ui.charts import show_chart
 from components.ui.runs.training import INDUCTION_TASK, induction_heads
-from components.ui.tour import held_back, offer
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis.probes import circuit
 
 # Both scores in one chart: one summary, one download of both grids.
@@ -29,7 +29,7 @@ def draw() -> None:
     )
     # The chart and the caption that names the heads wait for the learner's answer.
     if held_back("tr_heads"):
-        st.info(t("tour.answer_first"))
+        show_held_back()
         st.caption(explain)
         return
     show_chart(

@@ -11,7 +11,7 @@ import streamlit as st
 from components.i18n import t
 from components.recurrent import lines_figure
 from components.ui.charts import show_chart
-from components.ui.tour import held_back, offer
+from components.ui.tour import held_back, offer, show_held_back
 from models.nets.task_models import LABELS
 from models.training.train import CHECKPOINT_DIR, COPY_LAG_FILE
 
@@ -32,7 +32,7 @@ def draw() -> None:
         chance=lag_table["chance"],
     )
     if held_back("tr_lag_accuracy"):
-        st.info(t("tour.answer_first"))
+        show_held_back()
     else:
         _chart(by_lag, lags, lag_table["chance"])
     at_20 = {name: y[list(lags).index(20)] for name, (_, y) in by_lag.items()} if 20 in lags else {}

@@ -17,7 +17,7 @@ from components.training import NGRAM_COLOR, bars_figure, char_label, perplexity
 from components.ui.charts import show_chart
 from components.ui.linked import linked_selectbox
 from components.ui.runs.training import LM_TASK, bigram_next, sentence_unseen
-from components.ui.tour import held_back, offer
+from components.ui.tour import held_back, offer, show_held_back
 from models.nets.task_models import LABELS
 from models.training.train import CHECKPOINT_DIR, LM_BASELINE_FILE
 
@@ -134,7 +134,7 @@ def _next_character(text: str) -> None:
     sentence = tuple(dict.fromkeys(text[i] for i in positions))  # its characters, once each
     offer("training.next", after=after, chars=chars, probs=probs, sentence=sentence)
     if held_back("tr_ngram_next"):
-        st.info(t("tour.answer_first"))
+        show_held_back()
         return
     labels = [char_label(c) for c in chars]
     show_chart(
