@@ -21,20 +21,9 @@ from components.tours.schema import Question, Step, Tour, say
 from components.ui import tour as tours_now
 
 _log = logging.getLogger(__name__)
-# How far a number answer may be from 0 and how many characters it is read with.
+# How far from 0 a number answer may be.
 _NUMBER_LIMIT = 1e12
 _RADIO_OPTIONS = 6
-
-
-class _NotDrawn(Exception):
-    """The open part drew nothing the step reads (an empty sentence, a failed pass)."""
-
-
-def _probed(name: str, params, live):
-    try:
-        return run_probe(name, live, params)
-    except MissingLive as missing:
-        raise _NotDrawn(str(missing)) from None
 
 
 def _quoted(value, spec: str) -> str:
@@ -45,9 +34,8 @@ def _quoted(value, spec: str) -> str:
 
 def quotes_of(step: Step, live) -> dict[str, str]:
     """Every number and text the step's sentences quote, from this run's offers."""
-    return {
-        name: _quoted(_probed(q.probe, q.params, live), q.format) for name, q in step.quotes.items()
-    }
+    quotes = step.quotes.items()
+    return {name: _quoted(run_probe(q.probe, live, q.params), q.format) for name, q in quotes}
 
 
 def _option_label(labels: tuple[str, ...], index: int) -> str:
@@ -85,7 +73,7 @@ def _question(tour: Tour, index: int, question: Question, live, quotes: dict[str
             t("tour.ask_again"), key="tour_ask_again", on_click=_ask_again, args=(tour.id, index)
         )
         return
-    answer = _probed(question.probe, question.params, live)
+    answer = run_probe(question.probe, live, question.params)
     st.markdown("**" + say(question.ask).format(**quotes, answer="?") + "**")
     key = f"tour_answer_{tour.id}_{index}"
     # In a form: choosing or typing an answer sends nothing; checking it is one run.
@@ -103,8 +91,11 @@ def _question(tour: Tour, index: int, question: Question, live, quotes: dict[str
 def _answer_control(question: Question, answer, key: str) -> tuple[str, ...]:
     """The control a question is answered with; the labels of a choice's options."""
     if isinstance(answer, Choice):
-        labels = answer.options and tuple(markdown_literal(o) for o in answer.options)
-        labels = labels or tuple(say(question.options))
+        labels = (
+            tuple(markdown_literal(o) for o in answer.options)  # the run's: the visitor's text
+            if answer.options
+            else tuple(say(question.options))
+        )
         # A few options side by side to read at a glance; a sentence's tokens in a list.
         ask = st.radio if len(labels) <= _RADIO_OPTIONS else st.selectbox
         ask(
@@ -130,7 +121,7 @@ def _answer_control(question: Question, answer, key: str) -> tuple[str, ...]:
 
 def _task(step: Step, live) -> None:
     task = step.task
-    done = bool(_probed(task.check, task.params, live))
+    done = bool(run_probe(task.check, live, task.params))
     st.markdown(f"{'✅' if done else '⬜'} **{t('tour.task')}** {say(task.do)}")
     if done:
         st.caption(t("tour.task_done"))
@@ -176,7 +167,7 @@ def finish_tour(where) -> None:
                 _task(step, live)
             if step.question is not None:
                 _question(tour, index, step.question, live, quotes)
-        except _NotDrawn as missing:
+        except MissingLive as missing:  # the part drew nothing (an empty sentence, a failed pass)
             _log.info("tour %s step %d: the part offered no %s", tour.id, index + 1, missing)
             st.caption(t("tour.not_drawn"))
         except Exception:  # noqa: BLE001  (the lesson stays on screen; the log has the rest)
