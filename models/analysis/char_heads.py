@@ -14,6 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 import torch
 
+from models.analysis.probes import attention_patterns, previous_token_weight
 from models.nets.task_models import SequenceModel
 
 N_WINDOWS = 32
@@ -21,11 +22,9 @@ N_WINDOWS = 32
 
 def previous_weight(pattern: np.ndarray) -> np.ndarray:
     """`[..., query, key]` attention → `[...]`: the mean weight on the key just before."""
-    n = pattern.shape[-1]
-    if n < 2:
+    if pattern.shape[-1] < 2:
         raise ValueError("a previous character needs at least two characters")
-    later = np.arange(1, n)
-    return pattern[..., later, later - 1].mean(axis=-1)
+    return previous_token_weight(pattern)
 
 
 def even_previous_weight(n: int) -> float:
@@ -40,13 +39,7 @@ def patterns(model: SequenceModel, ids: torch.Tensor) -> np.ndarray:
     """`[layer, head, query, key]`: a Transformer's attention on one sequence of ids."""
     if model.spec.kind != "transformer":
         raise ValueError("head scores need a Transformer")
-    _, cache = model.core.run_with_cache(ids)
-    return np.stack(
-        [
-            np.asarray(cache[f"blocks.{i}.attn.hook_pattern"], dtype=np.float64)
-            for i in range(model.spec.n_layers)
-        ]
-    )
+    return attention_patterns(model, ids).astype(np.float64)
 
 
 def previous_char_scores(model: SequenceModel, sequences: Iterable[torch.Tensor]) -> np.ndarray:
@@ -55,13 +48,6 @@ def previous_char_scores(model: SequenceModel, sequences: Iterable[torch.Tensor]
     if not scores:
         raise ValueError("no sequence of two or more characters")
     return np.mean(scores, axis=0)
-
-
-def known_ids(vocab: tuple[str, ...], text: str) -> torch.Tensor:
-    """The ids of `text`'s characters the alphabet holds (the others skipped, as the
-    lessons skip them)."""
-    index = {c: i for i, c in enumerate(vocab)}
-    return torch.tensor([index[c] for c in text if c in index], dtype=torch.long)
 
 
 def held_out_windows(task, n: int = N_WINDOWS) -> list[torch.Tensor]:

@@ -30,6 +30,19 @@ def previous_occurrence(tokens: np.ndarray) -> np.ndarray:
     return np.where(same.any(axis=1), last, -1)
 
 
+def previous_token_weight(patterns: np.ndarray) -> np.ndarray:
+    """`[..., query, key]` attention → `[...]`: the mean weight from every position after
+    the first to the one just before it."""
+    later = np.arange(1, patterns.shape[-1])
+    return patterns[..., later, later - 1].mean(axis=-1)
+
+
+def attention_patterns(model: SequenceModel, tokens: torch.Tensor) -> np.ndarray:
+    """`[layer, head, query, key]`: a Transformer's attention on one sequence."""
+    _, cache = model.core.run_with_cache(tokens)
+    return np.stack([cache[f"blocks.{i}.attn.hook_pattern"] for i in range(model.spec.n_layers)])
+
+
 def pattern_scores(
     patterns: np.ndarray, tokens: np.ndarray, scored: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -41,10 +54,8 @@ def pattern_scores(
     sources = previous_occurrence(tokens)[queries] + 1
     if (sources < 1).any():
         raise ValueError("every scored token must have occurred before")
-    later = np.arange(1, len(tokens))
     induction = patterns[:, :, queries, sources].mean(axis=-1)
-    previous = patterns[:, :, later, later - 1].mean(axis=-1)
-    return induction, previous
+    return induction, previous_token_weight(patterns)
 
 
 def head_scores(
@@ -57,8 +68,7 @@ def head_scores(
     shape = (model.spec.n_layers, model.spec.n_heads)
     induction, previous = np.zeros(shape), np.zeros(shape)
     for tokens, targets in zip(batch.inputs, batch.targets, strict=True):
-        _, cache = model.core.run_with_cache(tokens)
-        patterns = np.stack([cache[f"blocks.{i}.attn.hook_pattern"] for i in range(shape[0])])
+        patterns = attention_patterns(model, tokens)
         one = pattern_scores(patterns, tokens.numpy(), (targets != IGNORE).numpy())
         induction += one[0]
         previous += one[1]
