@@ -23,7 +23,7 @@ from components.ui.charts import PRESENTING_KEY, fetch_chart_library, format_cho
 from components.ui.class_password import password_passed
 from components.ui.client import client_address
 from components.ui.glossary import glossary_button
-from components.ui.inputs import parse_choice
+from components.ui.inputs import LANGUAGE_KEY, PRESENT_KEY, parse_choice
 from components.ui.pass_ahead import ask_pass_ahead, keep_pass_ahead_for
 from components.ui.sentence import PAUSE_READER, SENTENCE_KEY, sentence_box, show_notes
 from components.ui.streamlit_patches import started_as_a_legacy_page
@@ -51,7 +51,6 @@ def inside_frame() -> bool:
     return getattr(_run, "inside", False)
 
 
-LANGUAGE_KEY = "lang"
 # The last language drawn, in a plain session key: a widget's own value is dropped when
 # Streamlit treats a run as a new page (a lesson run alone first draws the frame itself).
 _CHOSEN_KEY = "_lang_chosen"
@@ -140,7 +139,6 @@ def _keep_language_in_link(language: str) -> None:
         st.query_params[LANGUAGE_KEY] = language
 
 
-PRESENT_KEY = "present"
 # The toggle's own key, and the last value drawn (kept as the language's is, see
 # language_selector); the link's parameter itself is written by presenter_toggle.
 _PRESENT_TOGGLE = "_present_toggle"

@@ -7,6 +7,10 @@ import math
 
 from models.text import Note
 
+# The link's keys for the frame's own settings: the language and presenter mode.
+LANGUAGE_KEY = "lang"
+PRESENT_KEY = "present"
+
 # How long the sentence box waits after a key before it commits (Streamlit's default is
 # 250 ms), by how many visitors the server is answering. A short pause answers one
 # visitor sooner: on the attention page, last key → charts redrawn took 256–263 ms with

@@ -20,14 +20,14 @@ from components.i18n import t
 from components.lessons import lesson_named
 from components.tours.probes import Live
 from components.tours.schema import STEP_KEY, TOUR_KEY, Tour, say, tour_of_lesson, tours
-from components.ui.inputs import parse_number
+from components.ui.inputs import LANGUAGE_KEY, PRESENT_KEY, parse_number
 from components.ui.linked import forget_handed_over, hand_over_link_values
 from components.ui.sentence import SENTENCE_KEY, show_notes
 from models.text import Note
 
 # Link keys the frame keeps in the address bar itself (the sentence's box writes its own):
 # a step's link carries them on.
-_FRAME_KEYS = ("lang", "present")
+_FRAME_KEYS = (LANGUAGE_KEY, PRESENT_KEY)
 # The step whose controls were last set: (tour id, step index). A rerun of the same step
 # keeps what the learner changed since; a new step, or a new session, sets them again.
 _APPLIED_KEY = "_tour_applied"
