@@ -65,17 +65,17 @@ class Task:
 class Step:
     lesson: str
     part: str
-    sets: Mapping[str, str | tuple[str, ...]]
+    sets: Mapping[str, tuple[str, ...]]  # a link's values for each control key
     title: Texts
     text: Texts
     quotes: Mapping[str, Quote]
     question: Question | None
     task: Task | None
 
-    def link(self) -> dict[str, str | list[str]]:
+    def link(self) -> dict[str, list[str]]:
         """The link values that open this step's part and set its controls."""
-        values = {lesson_named(self.lesson).part_key: self.part}
-        values.update({key: list(v) if isinstance(v, tuple) else v for key, v in self.sets.items()})
+        values = {lesson_named(self.lesson).part_key: [self.part]}
+        values.update({key: list(texts) for key, texts in self.sets.items()})
         return values
 
 
@@ -161,13 +161,13 @@ def _question(raw, where: str, quoted: set[str]) -> Question:
     return question
 
 
-def _sets(raw, where: str, lesson: str) -> Mapping[str, str | tuple[str, ...]]:
+def _sets(raw, where: str, lesson: str) -> Mapping[str, tuple[str, ...]]:
     if raw is None:
         return MappingProxyType({})
     if not isinstance(raw, dict):
         raise TourError(f"{where}: set must be an object of link values")
     reserved = {TOUR_KEY, STEP_KEY, lesson_named(lesson).part_key}
-    values: dict[str, str | tuple[str, ...]] = {}
+    values: dict[str, tuple[str, ...]] = {}
     for key, value in raw.items():
         if key in reserved:
             raise TourError(f"{where}: {key!r} is set by the tour itself")
@@ -176,8 +176,7 @@ def _sets(raw, where: str, lesson: str) -> Mapping[str, str | tuple[str, ...]]:
             isinstance(v, str | int | float) and len(str(v)) <= _MAX_LINK_VALUE for v in texts
         ):
             raise TourError(f"{where}: {key!r} must be a link value or a list of them")
-        texts = tuple(str(v) for v in texts)
-        values[key] = texts[0] if isinstance(value, str | int | float) else texts
+        values[key] = tuple(str(v) for v in texts)
     return MappingProxyType(values)
 
 

@@ -157,8 +157,7 @@ def _tour_in_link() -> tuple[Tour | None, int, Note | None]:
 
 def _apply_step(tour: Tour, index: int) -> None:
     """Set the step's part and controls as its link does, before any of them is drawn."""
-    values = tour.steps[index].link().items()
-    hand_over_link_values({key: [v] if isinstance(v, str) else v for key, v in values})
+    hand_over_link_values(tour.steps[index].link())
     st.session_state[_APPLIED_KEY] = (tour.id, index)
 
 
