@@ -180,12 +180,16 @@ def _sets(raw, where: str, lesson: str) -> Mapping[str, tuple[str, ...]]:
     return MappingProxyType(values)
 
 
+def _lesson(raw, where: str) -> str:
+    if raw not in {known.url_path for known in LESSONS}:
+        raise TourError(f"{where}: no lesson is called {raw!r}")
+    return raw
+
+
 def _step(raw, where: str) -> Step:
     if not isinstance(raw, dict):
         raise TourError(f"{where}: a step is an object")
-    lesson = raw.get("lesson")
-    if lesson not in {known.url_path for known in LESSONS}:
-        raise TourError(f"{where}: no lesson is called {lesson!r}")
+    lesson = _lesson(raw.get("lesson"), where)
     part = raw.get("part", lesson_named(lesson).parts[0])
     if part not in lesson_named(lesson).parts:
         raise TourError(f"{where}: the {lesson} lesson has no part {part!r}")
@@ -232,8 +236,8 @@ def read_tour(path: Path) -> Tour:
     if not isinstance(steps, list) or not steps:
         raise TourError(f"{where}: a tour has steps")
     lesson = raw.get("lesson", "")
-    if lesson and lesson not in {known.url_path for known in LESSONS}:
-        raise TourError(f"{where}: no lesson is called {lesson!r}")
+    if lesson:
+        _lesson(lesson, where)
     minutes = raw.get("minutes")
     if not isinstance(minutes, int) or minutes <= 0:
         raise TourError(f"{where}: minutes must be a whole number")
