@@ -132,6 +132,22 @@ def step_heatmap(
     return figure(traces, layout)
 
 
+def _bars(name: str, labels, values, color, text, hover_format: str, **more) -> dict:
+    """One series of labelled bars, each bar's number printed above it."""
+    return dict(
+        type="bar",
+        x=list(labels),
+        y=values,
+        name=name,
+        marker=dict(color=color),
+        text=text,
+        textposition="outside",
+        cliponaxis=False,
+        hovertemplate=f"{name}<br>%{{x}}: %{{y:{hover_format}}}<extra></extra>",
+        **more,
+    )
+
+
 def leakage_figure(
     changes: Mapping[str, np.ndarray],
     labels: Sequence[str],
@@ -147,19 +163,8 @@ def leakage_figure(
         values = np.asarray(values, dtype=np.float64)
         if not np.isfinite(values).all():
             raise ValueError("a chart was given NaN or inf")
-        traces.append(
-            dict(
-                type="bar",
-                x=list(labels),
-                y=values,
-                name=name,
-                marker=dict(color=color),
-                text=["0" if v == 0 else f"{v:.2g}" for v in values],
-                textposition="outside",
-                cliponaxis=False,
-                hovertemplate=f"{name}<br>%{{x}}: %{{y:.3e}}<extra></extra>",
-            )
-        )
+        text = ["0" if v == 0 else f"{v:.2g}" for v in values]
+        traces.append(_bars(name, labels, values, color, text, ".3e"))
     edited_band = dict(
         type="rect",
         x0=edited - 0.5,
@@ -289,25 +294,13 @@ def row_figure(
         if not np.isfinite(values[~hidden]).all():
             raise ValueError("a chart was given NaN or inf outside the masked cells")
         shown = np.where(hidden, 0.0, values)
-        traces.append(
-            dict(
-                type="bar",
-                x=list(labels),
-                y=shown,
-                name=name,
-                marker=dict(color=np.where(hidden, MASKED_COLOR, color).tolist()),
-                text=[
-                    masked_text if h else f"{v:{value_format}}"
-                    for v, h in zip(shown, hidden, strict=True)
-                ]
-                if with_text
-                else None,
-                textposition="outside",
-                textfont=dict(size=17 if big and len(series) == 1 else 12),
-                cliponaxis=False,
-                hovertemplate=f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>",
-            )
-        )
+        colors = np.where(hidden, MASKED_COLOR, color).tolist()
+        text = None
+        if with_text:
+            pairs = zip(shown, hidden, strict=True)
+            text = [masked_text if h else f"{v:{value_format}}" for v, h in pairs]
+        size = 17 if big and len(series) == 1 else 12
+        traces.append(_bars(name, labels, shown, colors, text, ".4f", textfont=dict(size=size)))
     layout = _layout(
         title,
         240,
