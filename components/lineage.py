@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from components.i18n import current_language, t
-from components.lessons import LESSONS, Lesson
+from components.i18n import t
+from components.lessons import LESSONS, Lesson, lesson_named
 from components.summaries import number
+from components.tours.schema import say
 
 # The class tour across the lessons (assets/tours/<id>.json), offered first on the home page.
 CLASS_TOUR = "ngrams-to-gpt"
@@ -170,13 +171,12 @@ def facts_text(facts: TourFacts) -> str:
 
 def step_lines(tour) -> list[str]:
     """One line per step, numbered from 1: its title, then the lesson and part it opens."""
-    language = current_language()
-    by_path = {lesson.url_path: lesson for lesson in LESSONS}
     lines = []
     for index, step in enumerate(tour.steps, start=1):
-        where = LessonLink(by_path[step.lesson], {by_path[step.lesson].part_key: step.part})
+        lesson = lesson_named(step.lesson)
+        where = LessonLink(lesson, {lesson.part_key: step.part})
         lines.append(
-            t("home.tour.step_line", number=index, title=step.title[language], where=where.label())
+            t("home.tour.step_line", number=index, title=say(step.title), where=where.label())
         )
     return lines
 
@@ -189,5 +189,4 @@ def lessons_text(facts: TourFacts) -> str:
 
 def tour_heading(tour) -> str:
     """The tour's title in bold and its one-sentence blurb, in the current language."""
-    language = current_language()
-    return t("home.tour.named", title=tour.title[language], blurb=tour.blurb[language])
+    return t("home.tour.named", title=say(tour.title), blurb=say(tour.blurb))
