@@ -4,7 +4,7 @@ about each kind of model, and the lessons with what each one's tour covers."""
 
 import streamlit as st
 
-from components.i18n import current_language, t
+from components.i18n import t
 from components.lessons import LESSONS
 from components.lineage import (
     CLASS_TOUR,
@@ -20,12 +20,11 @@ from components.lineage import (
     tour_facts,
     tour_heading,
 )
-from components.tours.schema import tours
+from components.tours.schema import say, tour_of_lesson, tours
 from components.ui.runs.home import lineage_measurements
 from components.ui.tour import start_link
 from models.analysis.lineage import LENGTHS, WIDTH
 
-language = current_language()
 shipped = tours()
 
 
@@ -56,7 +55,7 @@ with free_column.container(border=True, height="stretch", key="choice_free"):
     for lesson in LESSONS:
         name, tour_of_it = st.columns([3, 2], vertical_alignment="center")
         name.page_link(lesson.file, label=t(lesson.title_key), icon=lesson.icon)
-        own = shipped.get(lesson.url_path)
+        own = tour_of_lesson(lesson.url_path)
         if own is not None:
             start_link(tour_of_it, own.id, t("home.tour.take", minutes=own.minutes))
 
@@ -114,8 +113,8 @@ for lesson in LESSONS:
     with lesson_list.container(border=True):
         st.page_link(lesson.file, label=t(lesson.title_key), icon=lesson.icon)
         st.caption(t(lesson.blurb_key))
-        own = shipped.get(lesson.url_path)
+        own = tour_of_lesson(lesson.url_path)
         if own is not None:
-            st.markdown(f"**{own.title[language]}** · {facts_text(tour_facts(own))}")
+            st.markdown(f"**{say(own.title)}** · {facts_text(tour_facts(own))}")
             what_it_covers(own)
 st.caption(t("home.offline"))
