@@ -24,6 +24,8 @@ _log = logging.getLogger(__name__)
 # How far from 0 a number answer may be.
 _NUMBER_LIMIT = 1e12
 _RADIO_OPTIONS = 6
+# The question a Check was pressed on with no answer chosen: said once, on the next run.
+_UNANSWERED_KEY = "tour_unanswered"
 
 
 def _quoted(value, spec: str) -> str:
@@ -46,6 +48,7 @@ def _judge(tour_id: str, index: int, answer, labels: tuple[str, ...], key: str) 
     """The Check button's on_click: the verdict on the learner's answer, kept in the session."""
     given = st.session_state.get(key)
     if given is None:
+        st.session_state[_UNANSWERED_KEY] = (tour_id, index)
         return
     if isinstance(answer, Choice):
         right, given_text, answer_text = given == answer.right, labels[given], labels[answer.right]
@@ -75,6 +78,8 @@ def _question(tour: Tour, index: int, question: Question, live, quotes: dict[str
         return
     answer = run_probe(question.probe, live, question.params)
     st.markdown("**" + say(question.ask).format(**quotes, answer="?") + "**")
+    if st.session_state.pop(_UNANSWERED_KEY, None) == (tour.id, index):
+        st.warning(t("tour.choose_first"), icon="☝️")
     key = f"tour_answer_{tour.id}_{index}"
     # In a form: choosing or typing an answer sends nothing; checking it is one run.
     with st.form(key=f"tour_form_{tour.id}_{index}", border=False):

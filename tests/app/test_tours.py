@@ -171,3 +171,16 @@ def test_a_steps_link_opened_afresh_lands_on_that_step(tour_id):
     assert fresh.session_state[part_key] == walked.session_state[part_key]
     for key in step.sets:
         assert fresh.session_state[key] == walked.session_state[key], key
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_checking_with_no_answer_chosen_asks_for_one_and_gives_no_verdict(language):
+    tour_id = "ngrams-to-gpt"
+    index = next(i for i, s in enumerate(tours()[tour_id].steps) if s.question is not None)
+    at = _open(tour_id, index + 1, language)
+    at = at.button(key="tour_check").click().run()
+    assert not _failed(at)
+    assert not any(_verdicts(at)), "nothing was chosen: nothing to judge"
+    assert t("tour.choose_first", language=language) in [w.value for w in at.warning]
+    at = at.text_input(key="sentence").set_value(OTHER_SENTENCES[0]).run()
+    assert t("tour.choose_first", language=language) not in [w.value for w in at.warning]

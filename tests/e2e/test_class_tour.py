@@ -56,9 +56,14 @@ def _revealed_answer(page) -> str:
 
 
 def _choose(page, label: str) -> None:
-    _panel(page).locator('[role="radiogroup"] label').filter(has_text=label).first.click()
-    wait_until_idle(page)
+    """Choose an option, check it, and wait for the verdict the check brings."""
+    option = _panel(page).locator('[role="radiogroup"] label').filter(has_text=label).first
+    option.click()
+    expect(option.locator("input")).to_be_checked()
     _click_tour_button(page, t("tour.check"))
+    verdicts = '[data-testid="stAlertContentSuccess"], [data-testid="stAlertContentError"]'
+    expect(_panel(page).locator(verdicts)).to_have_count(1)
+    wait_until_idle(page)
 
 
 def test_the_class_tour_followed_through_three_steps_on_a_fresh_server(fresh_app_server, context):
