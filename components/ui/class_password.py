@@ -62,6 +62,11 @@ def _check_given() -> None:
     st.session_state[_WRONG] = True
 
 
+def password_given() -> bool:
+    """Whether this session may see the lessons (draws nothing)."""
+    return not class_password() or bool(st.session_state.get(_PASSED))
+
+
 def password_passed() -> bool:
     """Whether this session may see the lessons. When not, draws the password box (or
     the message that the tries are used up); the frame then stops before the page."""

@@ -20,7 +20,9 @@ import streamlit as st
 from components.i18n import DEFAULT_LANGUAGE, LANGUAGES, set_language, t
 from components.lessons import LESSONS
 from components.ui.charts import PRESENTING_KEY, fetch_chart_library, format_choices
-from components.ui.class_password import password_passed
+from components.ui.class_password import password_given, password_passed
+from components.ui.classroom import follow
+from components.ui.classroom.panel import class_panel, join_from_link
 from components.ui.client import client_address
 from components.ui.glossary import glossary_button
 from components.ui.inputs import LANGUAGE_KEY, PRESENT_KEY, parse_choice
@@ -227,6 +229,11 @@ def run_app() -> None:
     st.set_page_config(page_title="SeqLens", page_icon="🔭", layout="wide")
     st.html(LAYOUT_CSS)
     fetch_chart_library()
+    # A student following the teacher takes the teacher's view before anything is drawn.
+    teachers_page = None
+    if password_given():
+        join_from_link()
+        teachers_page = follow.take_teachers_view()
     # The title and, at its right, the language control, drawn first (see language_selector);
     # the title goes into its slot once the language is known.
     top_bar = st.container(horizontal=True, vertical_alignment="center", gap="medium")
@@ -240,12 +247,14 @@ def run_app() -> None:
     # (which then holds only the image and data format choices) starts collapsed.
     st.set_page_config(initial_sidebar_state="collapsed" if present else "auto")
     page = st.navigation(_menu(), position="top" if present else "sidebar")
+    follow.switch_to_teachers_page(teachers_page, page)
     glossary_button(top_bar, page.url_path)  # beside the presenter switch
     keep_pass_ahead_for(page.url_path)
     heading.title(t("app.title"))
     heading.caption(t("app.tagline"))
     if not password_passed():
         return
+    class_panel(st.sidebar, st.container(), present)
     sentence_box(page.url_path)
     tour_panel = begin_tour(page.url_path, present)
     format_choices()
@@ -258,6 +267,7 @@ def run_app() -> None:
                 page.run()
             finally:  # also when the page stopped early (an empty sentence): the tour stays
                 finish_tour(tour_panel)
+            follow.after_lesson(page.url_path)
         # Drawn: what the sentence box's pause is read with can come in now (sentence.py).
         import_in_turn(PAUSE_READER)
         # What the page's first run imported and cached stays out of every later

@@ -10,6 +10,7 @@ from models.text import Note
 # The link's keys for the frame's own settings: the language and presenter mode.
 LANGUAGE_KEY = "lang"
 PRESENT_KEY = "present"
+ROOM_KEY = "room"  # a class's room, as its join link names it
 
 # How long the sentence box waits after a key before it commits (Streamlit's default is
 # 250 ms), by how many visitors the server is answering. A short pause answers one

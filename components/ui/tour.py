@@ -20,14 +20,14 @@ from components.i18n import t
 from components.lessons import lesson_named
 from components.tours.probes import Live
 from components.tours.schema import STEP_KEY, TOUR_KEY, Tour, say, tour_of_lesson, tours
-from components.ui.inputs import LANGUAGE_KEY, PRESENT_KEY, parse_number
+from components.ui.inputs import LANGUAGE_KEY, PRESENT_KEY, ROOM_KEY, parse_number
 from components.ui.linked import forget_handed_over, hand_over_link_values
 from components.ui.sentence import SENTENCE_KEY, show_notes
 from models.text import Note
 
 # Link keys the frame keeps in the address bar itself (the sentence's box writes its own):
 # a step's link carries them on.
-_FRAME_KEYS = (LANGUAGE_KEY, PRESENT_KEY)
+_FRAME_KEYS = (LANGUAGE_KEY, PRESENT_KEY, ROOM_KEY)
 # The step whose controls were last set: (tour id, step index). A rerun of the same step
 # keeps what the learner changed since; a new step, or a new session, sets them again.
 _APPLIED_KEY = "_tour_applied"
@@ -153,6 +153,17 @@ def _tour_in_link() -> tuple[Tour | None, int, Note | None]:
     if note is not None:
         st.query_params[STEP_KEY] = str(step)
     return tour, int(step) - 1, note
+
+
+def mark_step_set(tour_id: str | None, step: str | None) -> None:
+    """The step (from 1, as a link says it) counts as set already: its controls hold values
+    someone else chose (the teacher's, in class mode), which the step must not overwrite."""
+    tour = tours().get(tour_id or "")
+    index, _ = parse_number(step or "1", 1, len(tour.steps), 1) if tour else (0, None)
+    if tour is None:
+        st.session_state.pop(_APPLIED_KEY, None)
+    else:
+        st.session_state[_APPLIED_KEY] = (tour.id, int(index) - 1)
 
 
 def _apply_step(tour: Tour, index: int) -> None:

@@ -19,6 +19,7 @@ from components.labels import markdown_literal
 from components.tours.probes import Choice, MissingLive, Number, run_probe
 from components.tours.schema import Question, Step, Tour, say
 from components.ui import tour as tours_now
+from components.ui.classroom.questions import offer_to_room
 
 _log = logging.getLogger(__name__)
 # How far from 0 a number answer may be.
@@ -91,6 +92,9 @@ def _question(tour: Tour, index: int, question: Question, live, quotes: dict[str
             on_click=_judge,
             args=(tour.id, index, answer, labels, key),
         )
+    if isinstance(answer, Choice):
+        options = answer.options or tuple(say(question.options))  # as written, not escaped
+        offer_to_room(say(question.ask).format(**quotes, answer="?"), options, answer.right)
 
 
 def _answer_control(question: Question, answer, key: str) -> tuple[str, ...]:
