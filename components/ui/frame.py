@@ -22,10 +22,11 @@ from components.lessons import LESSONS
 from components.ui.charts import PRESENTING_KEY, fetch_chart_library, format_choices
 from components.ui.class_password import password_given, password_passed
 from components.ui.classroom import follow
-from components.ui.classroom.panel import class_panel, join_from_link
+from components.ui.classroom.panel import class_panel, fill_class_panel, join_from_link
 from components.ui.client import client_address
 from components.ui.glossary import glossary_button
 from components.ui.inputs import LANGUAGE_KEY, PRESENT_KEY, parse_choice
+from components.ui.linked import begin_drawn_controls
 from components.ui.pass_ahead import ask_pass_ahead, keep_pass_ahead_for
 from components.ui.sentence import PAUSE_READER, SENTENCE_KEY, sentence_box, show_notes
 from components.ui.streamlit_patches import started_as_a_legacy_page
@@ -221,6 +222,7 @@ def begin_run() -> Run:
 
 def run_app() -> None:
     this_run = begin_run()
+    begin_drawn_controls()
     ask_pass_ahead()
     # A legacy page's run: app.py as that folder's main page, or a lesson file on its own
     # (see the module's docstring; components/ui/streamlit_patches.py says how it is known).
@@ -254,7 +256,7 @@ def run_app() -> None:
     heading.caption(t("app.tagline"))
     if not password_passed():
         return
-    class_panel(st.sidebar, st.container(), present)
+    class_place = class_panel(st.sidebar, st.container(), present)
     sentence_box(page.url_path)
     tour_panel = begin_tour(page.url_path, present)
     format_choices()
@@ -263,11 +265,15 @@ def run_app() -> None:
     _run.inside = True
     try:
         with first_runs_in_turn(page.url_path), runs_in_turn(this_run):
+            completed = False
             try:
                 page.run()
+                completed = True
             finally:  # also when the page stopped early (an empty sentence): the tour stays
                 finish_tour(tour_panel)
-            follow.after_lesson(page.url_path)
+                if completed:  # a run cut short shows less than its page does
+                    follow.after_lesson(page.url_path)
+                fill_class_panel(class_place)
         # Drawn: what the sentence box's pause is read with can come in now (sentence.py).
         import_in_turn(PAUSE_READER)
         # What the page's first run imported and cached stays out of every later

@@ -3,6 +3,7 @@ their own labels."""
 
 from __future__ import annotations
 
+import threading
 from functools import partial
 
 import streamlit as st
@@ -29,8 +30,29 @@ _LINK_NOTES = "_link_notes"
 _HANDED_OVER = "_link_values_handed_over"
 
 
+# The link texts of every linked control drawn in this run, [] for one at its default: what
+# the page shows, as its link would say it, whatever the address bar holds yet (Streamlit
+# learns the browser's address only with the next run). Class mode sends the teacher's.
+_drawn = threading.local()
+
+
+def begin_drawn_controls() -> None:
+    _drawn.values = {}
+
+
+def drawn_controls() -> dict[str, list[str]]:
+    return dict(getattr(_drawn, "values", {}))
+
+
+def _drew(key: str, texts: list[str]) -> None:
+    values = getattr(_drawn, "values", None)
+    if values is not None:
+        values[key] = [str(text) for text in texts]
+
+
 def hand_over_link_values(values: dict[str, list[str]]) -> None:
-    """Controls read `values` as if from a link, the next time each is drawn."""
+    """Controls read `values` as if from a link, the next time each is drawn; an empty list
+    sets a control to its default."""
     for key in values:
         st.session_state.pop(key, None)  # the link's value, not the one last drawn
     st.session_state[_HANDED_OVER] = dict(values)
@@ -40,12 +62,22 @@ def forget_handed_over() -> None:
     st.session_state.pop(_HANDED_OVER, None)
 
 
-def _check_link(key: str, parse) -> list[str] | None:
+def _take_handed_default(key: str, default) -> bool:
+    """A control handed over its default (an empty list) takes it."""
+    handed_over = st.session_state.get(_HANDED_OVER, {})
+    if handed_over.get(key) == [] and key not in st.session_state:
+        del handed_over[key]
+        st.session_state[key] = default
+        return True
+    return False
+
+
+def _check_link(key: str, parse, default) -> list[str] | None:
     """The link's texts for `key` when they set the control's value in this run."""
     # `parse` runs only when the link holds a value for a control not yet drawn, so the
     # labels it needs (every option in every language) are built only then.
     notes = st.session_state.setdefault(_LINK_NOTES, {})
-    if key in st.session_state:
+    if key in st.session_state or _take_handed_default(key, default):
         return None  # the control exists already: its value is the visitor's, not the link's
     handed_over = st.session_state.get(_HANDED_OVER, {})
     raws = handed_over.pop(key) if key in handed_over else st.query_params.get_all(key)
@@ -120,6 +152,7 @@ def linked_selectbox(where, label: str, options, default, key: str, format_func=
     raws = _check_link(
         key,
         lambda raws: parse_choice(raws[-1], options, default, _labels(options, format_func)),
+        default,
     )
     label_of = kept_labels(options, format_func)
     value = where.selectbox(
@@ -132,14 +165,17 @@ def linked_selectbox(where, label: str, options, default, key: str, format_func=
         **extra,
     )
     # Streamlit keeps a default out of the address bar.
-    _relink(key, raws and raws[-1:], [label_of(value)] if value != default else [], "string_value")
+    shown = [label_of(value)] if value != default else []
+    _drew(key, shown)
+    _relink(key, raws and raws[-1:], shown, "string_value")
     _show_link_note(key, value)
     return value
 
 
 def linked_slider(where, label: str, low, high, default, key: str, **options):
-    _check_link(key, lambda raws: parse_number(raws[-1], low, high, default))
+    _check_link(key, lambda raws: parse_number(raws[-1], low, high, default), default)
     value = where.slider(label, low, high, default, key=key, bind="query-params", **options)
+    _drew(key, [f"{value:g}"] if value != default else [])
     _show_link_note(key, value)
     return value
 
@@ -153,6 +189,7 @@ def linked_multiselect(
         lambda raws: parse_choices(
             raws, options, default, max_selections, _labels(options, format_func)
         ),
+        list(default),
     )
     label_of = kept_labels(options, format_func)
     value = where.multiselect(
@@ -166,6 +203,7 @@ def linked_multiselect(
         bind="query-params",
     )
     labels = [label_of(option) for option in value] if value != default else []
+    _drew(key, labels)
     _relink(key, raws, labels, "string_array_value")
     _show_link_note(key, value)
     return value
@@ -185,7 +223,7 @@ def linked_tabs(where, options, default, key: str, format_func, opened_by: dict 
     def label_named(raw: str):
         return parse_choice(raw, shown, format_func(default), _labels(options, format_func))
 
-    raws = _check_link(key, lambda raws: label_named(raws[-1]))
+    raws = _check_link(key, lambda raws: label_named(raws[-1]), format_func(default))
     if key not in st.session_state:
         for option, keys in (opened_by or {}).items():
             if any(control in st.query_params for control in keys):
@@ -196,8 +234,20 @@ def linked_tabs(where, options, default, key: str, format_func, opened_by: dict 
         st.session_state[key] = label_named(kept)[0]
     tabs = where.tabs(shown, default=format_func(default), key=key, bind="query-params")
     index = next(i for i, tab in enumerate(tabs) if tab.open)
-    _relink(
-        key, raws and raws[-1:], [shown[index]] if options[index] != default else [], "string_value"
-    )
+    open_tab = [shown[index]] if options[index] != default else []
+    _drew(key, open_tab)
+    _relink(key, raws and raws[-1:], open_tab, "string_value")
     _show_link_note(key, shown[index])
     return options[index], tabs[index]
+
+
+def linked_text(where, label: str, default: str, key: str, **options) -> str:
+    """A text box kept in the link; a value handed over (a class's teacher's) is taken as
+    typed. Streamlit checks nothing a link holds for a text box but its length (max_chars)."""
+    handed_over = st.session_state.get(_HANDED_OVER, {})
+    if key in handed_over:
+        raws = handed_over.pop(key)
+        st.session_state[key] = raws[-1] if raws else default
+    value = where.text_input(label, value=default, key=key, bind="query-params", **options)
+    _drew(key, [value] if value != default else [])
+    return value

@@ -1,18 +1,18 @@
 """Students follow the teacher's screen: what the teacher's page shows goes to the room, and
 a following student's page takes it, as a tour step or a link would set it.
 
-The teacher's page publishes its lesson and its link (the address bar's values: language,
-sentence, tour step, part and controls; not presenter mode) at the end of each run in which
-they changed. A following student's page checks the room every PULSE_S
+The teacher's page publishes what it shows (`shown_view`: the lesson, language, sentence,
+tour step, part and controls; not presenter mode) at the end of each run in which it
+changed. A following student's page checks the room every PULSE_S
 (components/ui/classroom/panel.py) and, when the view is new, reruns: before anything is
 drawn, `take_teachers_view` sets the language and the sentence, hands the part and the
 controls their values (components/ui/linked.py) and marks the tour step as set, so the
 step's own values do not overwrite the teacher's; `switch_to_teachers_page` then opens the
 teacher's lesson if it is another.
 
-A student who changes anything in the link (a control, the sentence, the language, a tour
-step) stops following: `after_lesson` compares the student's link at the end of each run
-with the one the last run left.
+A student who changes anything the view holds (a control, the sentence, the language, a
+tour step, the lesson) stops following: `after_lesson` compares what the student's page
+shows at the end of each run with what the run before left.
 """
 
 from __future__ import annotations
@@ -20,17 +20,15 @@ from __future__ import annotations
 import streamlit as st
 
 from components.classroom.rooms import RoomError, RoomGone
-from components.i18n import normalise_language
+from components.i18n import current_language, normalise_language
 from components.lessons import LESSONS
 from components.tours.schema import STEP_KEY, TOUR_KEY
 from components.ui.classroom.store import Unreachable, asked, leave, place
 from components.ui.inputs import LANGUAGE_KEY, PRESENT_KEY, ROOM_KEY
-from components.ui.linked import hand_over_link_values
+from components.ui.linked import drawn_controls, hand_over_link_values
 from components.ui.sentence import SENTENCE_KEY, default_sentence
 from components.ui.tour import mark_step_set
 
-# Link keys that stay each screen's own: the projector's presenter mode, the room itself.
-_OWN_KEYS = (PRESENT_KEY, ROOM_KEY)
 # Link keys the frame sets itself; every other key is a part's or a control's.
 _FRAME_KEYS = (LANGUAGE_KEY, SENTENCE_KEY, TOUR_KEY, STEP_KEY)
 FOLLOWING_KEY = "_class_following"
@@ -38,11 +36,24 @@ APPLIED_KEY = "_class_view_applied"
 _SEEN_KEY = "_class_link_seen"
 _PUBLISHED_KEY = "_class_published"
 _ENDED_KEY = "_class_ended"
+_DRAWN_KEY = "_class_drawn"  # a student's: the linked controls their last run drew
 
 
-def shown_link() -> dict[str, list[str]]:
-    """The address bar's values, but the screen's own."""
-    return {k: st.query_params.get_all(k) for k in st.query_params if k not in _OWN_KEYS}
+def _sentence_shown() -> str:
+    raw = st.session_state.get(SENTENCE_KEY)
+    return default_sentence() if raw is None else str(raw)
+
+
+def shown_view(page_path: str) -> tuple[str, dict[str, list[str]]]:
+    """What this page shows, as a link would say it: the lesson, the language, the sentence,
+    the tour step, and every linked control not at its default. Read from the run itself,
+    not from the address bar (which Streamlit learns only with the next run)."""
+    params = {LANGUAGE_KEY: [current_language()], SENTENCE_KEY: [_sentence_shown()]}
+    for key in (TOUR_KEY, STEP_KEY):
+        if key in st.query_params:
+            params[key] = st.query_params.get_all(key)
+    params.update({key: texts for key, texts in drawn_controls().items() if texts})
+    return page_path, params
 
 
 def following() -> bool:
@@ -88,10 +99,10 @@ def _take_tour_step(params: dict[str, list[str]]) -> None:
 
 
 def _take_controls(params: dict[str, list[str]]) -> None:
-    """The teacher's parts and controls; a control the teacher left at its default goes
-    back to its default here too."""
-    mine = [k for k in shown_link() if k not in _FRAME_KEYS and k not in params]
+    """The teacher's parts and controls; a control of the student's last run that the
+    teacher has at its default goes back to its default here too."""
     theirs = {k: v for k, v in params.items() if k not in _FRAME_KEYS}
+    mine = [k for k in st.session_state.get(_DRAWN_KEY, ()) if k not in theirs]
     hand_over_link_values({**dict.fromkeys(mine, []), **theirs})
 
 
@@ -124,16 +135,17 @@ def switch_to_teachers_page(teachers_page: str | None, page) -> None:
         return
     files = {lesson.url_path: lesson.file for lesson in LESSONS}
     target = files.get(teachers_page, "pages/home.py")
-    carried = (LANGUAGE_KEY, SENTENCE_KEY, TOUR_KEY, STEP_KEY, PRESENT_KEY, ROOM_KEY)
+    # The parameters no control is bound to; the sentence and the controls keep what the
+    # session holds for them (taken above) across the switch, as a tour step's do.
+    carried = (TOUR_KEY, STEP_KEY, PRESENT_KEY, ROOM_KEY)
     query = {k: st.query_params.get_all(k) for k in carried if k in st.query_params}
-    query[LANGUAGE_KEY] = [st.session_state.get(LANGUAGE_KEY, "en")]
-    query[SENTENCE_KEY] = [st.session_state.get(SENTENCE_KEY, "")]
+    query[LANGUAGE_KEY] = [st.session_state.get(LANGUAGE_KEY) or current_language()]
     st.switch_page(target, query_params=query)
 
 
 def _publish(page_path: str) -> None:
     now = place()
-    shown = (page_path, shown_link())
+    shown = shown_view(page_path)
     if st.session_state.get(_PUBLISHED_KEY) == shown:
         return
     try:
@@ -148,16 +160,17 @@ def _publish(page_path: str) -> None:
 
 def after_lesson(page_path: str) -> None:
     """After the lesson ran: the teacher's view goes to the room; a student who changed
-    their link since the last run stops following."""
+    anything since the last run stops following."""
     now = place()
     if now is None:
         return
     if now.teaching:
         _publish(page_path)
         return
+    st.session_state[_DRAWN_KEY] = tuple(drawn_controls())
     if not following():
         return
-    seen = (page_path, shown_link())
+    seen = shown_view(page_path)
     before = st.session_state.get(_SEEN_KEY)
     if before is not None and before != seen:
         st.session_state[FOLLOWING_KEY] = False

@@ -179,12 +179,24 @@ def student_panel(where) -> None:
         st.button(t("class.leave"), key="class_leave", on_click=store.leave, type="tertiary")
 
 
-def class_panel(sidebar, main, presenting: bool) -> None:
-    """The class's panel of this session: the teacher's, a student's, or the join box."""
+def class_panel(sidebar, main, presenting: bool):
+    """Where the class's panel of this session goes (the teacher's, a student's, or the join
+    box), reserved before the lesson and filled after it (`fill_class_panel`): a student
+    who changed something in this run is then shown as no longer following."""
     now = store.place()
     if now is None:
-        join_box(sidebar)
+        return sidebar.container(), presenting
+    if now.teaching:
+        return (main if presenting else sidebar).container(), presenting
+    return main.container(), presenting
+
+
+def fill_class_panel(reserved) -> None:
+    where, presenting = reserved
+    now = store.place()
+    if now is None:
+        join_box(where)
     elif now.teaching:
-        teacher_panel(main if presenting else sidebar, presenting)
+        teacher_panel(where, presenting)
     else:
-        student_panel(main)
+        student_panel(where)

@@ -11,7 +11,7 @@ import streamlit as st
 from components.classroom.rooms import MAX_OPTION_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS, RoomError
 from components.i18n import t
 from components.labels import markdown_literal
-from components.tally import tally_figure, tally_summary
+from components.tally import TallyWords, tally_figure, tally_summary
 from components.ui.charts import show_chart
 from components.ui.classroom.store import Place, asked, place
 
@@ -97,11 +97,15 @@ def tally_for_teacher(now: Place) -> None:
     st.markdown("**" + question.text + "**")
     right = question.right if question.revealed else None
     labels = _shown_options(question.options)
-    words = {"answers": t("class.tally_answers"), "right": t("class.tally_right")}
+    words = TallyWords(
+        line=t("class.tally_line"), right=t("class.tally_right"), nobody=t("class.tally_nobody")
+    )
     show_chart(
-        tally_figure(labels, counts, right, title=t("class.tally_title"), words=words),
+        tally_figure(
+            labels, counts, right, title=t("class.tally_title"), count_title=t("class.tally_axis")
+        ),
         key="class_tally",
-        summary=tally_summary(labels, counts, right, words=words),
+        summary=tally_summary(labels, counts, right, words),
     )
     if not question.revealed:
         st.button(t("class.reveal"), key="class_reveal", on_click=_reveal, type="primary")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from components.i18n import t
-from components.ui.linked import linked_selectbox, linked_slider, set_state
+from components.ui.linked import linked_selectbox, linked_slider, linked_text, set_state
 from components.ui.parts.masks.reading import SHOWN_TOKENS
 from components.ui.runs.shared import (
     about_trained,
@@ -131,12 +131,12 @@ def step_controls(cfg: TransformerConfig) -> StepSetup:
             key="mask_prefix",
             disabled=kind != "prefix",
         )
-        second_raw = st.text_input(
+        second_raw = linked_text(
+            st,
             t("masks.second_label"),
-            value=DEFAULT_SECOND,
+            DEFAULT_SECOND,
             key=SECOND_KEY,
             max_chars=READ_CHARS,
-            bind="query-params",
             help=t("masks.second_help"),
         )
         st.caption(t(f"masks.kind.explain.{kind}", prefix=prefix, window=window))
