@@ -1,7 +1,7 @@
 """Room codes: short enough to read off a projector, long enough not to be guessed.
 
 Six characters of an alphabet without look-alikes (no 0/O, 1/I/L, 2/Z, 5/S, 8/B, 6/G),
-24**6 ≈ 1.9e8 codes. A student may type one in lower case, with spaces or a dash.
+23**6 ≈ 1.5e8 codes. A student may type one in lower case, with spaces or a dash.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 import secrets
 from collections.abc import Callable
 
-ALPHABET = "ACDEFHJKMNPQRTUVWXY34679"
+ALPHABET = "ACDEFHJKMNPQRTUVWXY3479"
 LENGTH = 6
 _LOOSE = re.compile(r"[\s\-_.]+")
 

@@ -101,7 +101,8 @@ def key_digest(key: str) -> str:
 
 
 def is_teacher(digest: str, key: str) -> bool:
-    return hmac.compare_digest(digest, key_digest(key))
+    # A session that lost its key passes None: that is a wrong key, not a crash.
+    return isinstance(key, str) and hmac.compare_digest(digest, key_digest(key))
 
 
 def checked_view(page: str, params: dict[str, list[str]]) -> tuple[str, dict[str, list[str]]]:
@@ -194,15 +195,17 @@ class _Room:
 
 
 class MemoryRooms(Rooms):
-    """The rooms of this process, under one lock (every Streamlit session is a thread)."""
+    """The rooms of this process, under one lock (every Streamlit session is a thread).
+    `clock` and `idle_s` let a test move time on and see a room expire."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, idle_s: float = IDLE_S) -> None:
         self._clock = clock
+        self._idle_s = idle_s
         self._lock = threading.Lock()
         self._rooms: dict[str, _Room] = {}
 
     def _sweep(self, now: float) -> None:
-        for code in [c for c, r in self._rooms.items() if now - r.touched > IDLE_S]:
+        for code in [c for c, r in self._rooms.items() if now - r.touched > self._idle_s]:
             del self._rooms[code]
 
     def _room(self, code: str) -> tuple[str, _Room]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 
 import numpy as np
 import pytest
@@ -101,3 +102,23 @@ def floats(b64: str) -> np.ndarray:
 
 def cells(panel: dict) -> np.ndarray:
     return floats(panel["z"]).reshape(panel["rows"], panel["cols"])
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    """The URL of a redis-server started for this run and stopped after it. Without
+    redis-server the tests that need it skip with a hint, and fail under CI (CI=true), where
+    a missing server is a broken image."""
+    from redis_server import INSTALL_HINT, redis_server, redis_server_executable
+
+    executable = redis_server_executable()
+    if executable is None:
+        message = f"redis-server not installed: {INSTALL_HINT}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"Redis tests cannot run in CI (CI=true): {message}", pytrace=False)
+        pytest.skip(message)
+    try:
+        with redis_server(tmp_path_factory.mktemp("redis"), executable) as url:
+            yield url
+    except RuntimeError as error:
+        pytest.fail(str(error), pytrace=False)
