@@ -130,7 +130,7 @@ def teacher_panel(where, presenting: bool) -> None:
     link = join_link(now.code)
     box = where.container(border=True)
     code_side, live_side = box.columns([1, 2]) if presenting else (box, box)
-    code_side.markdown(t("class.code_shown", code=spaced(now.code)))
+    code_side.metric(t("class.code_shown"), spaced(now.code))
     code_side.image(join_qr_svg(link), width=260 if presenting else 160)
     code_side.code(link, language=None, wrap_lines=True)
     if _on_this_machine_only(link):

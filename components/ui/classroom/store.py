@@ -57,7 +57,7 @@ def rooms() -> Rooms:
         return MemoryRooms()
     from components.classroom.redis_rooms import RedisRooms
 
-    return RedisRooms.from_url(url)
+    return RedisRooms(url)
 
 
 class Unreachable(RoomError):
