@@ -15,6 +15,7 @@ from components.classroom.codes import looks_like_code
 from components.classroom.rooms import NotTeacher
 from components.i18n import LANGUAGES, t
 from components.lessons import lesson_named
+from components.tours.schema import STEP_KEY, TOUR_KEY, tours
 from components.ui.classroom import store
 from components.ui.classroom.follow import FOLLOWING_KEY
 
@@ -186,3 +187,56 @@ def test_ending_the_class_tells_the_students_and_frees_the_room():
     assert _PLACE not in student.session_state
     student.run()
     assert not _failed(student)
+
+
+def test_a_tour_steps_question_goes_to_the_room_with_the_options_and_answer_of_the_run():
+    tour_id = "ngrams-to-gpt"
+    index = next(i for i, s in enumerate(tours()[tour_id].steps) if s.question is not None)
+    teacher = _fresh(**{TOUR_KEY: tour_id, STEP_KEY: str(index + 1)})
+    teacher = teacher.button(key="class_start").click().run()
+    code = teacher.session_state[_PLACE].code
+    radio = next(
+        w for w in (*teacher.radio, *teacher.selectbox) if w.key.startswith("tour_answer_")
+    )
+    teacher = teacher.button(key="class_ask_step").click().run()
+    question = store.rooms().question(code)
+    assert len(question.options) == len(radio.options)
+    # The teacher's own check of the step's question names the right option: the room's.
+    radio.set_value(0)
+    teacher = teacher.button(key="tour_check").click().run()
+    right_shown = bool(teacher.success)
+    student = _student(code)
+    _answer(student, 0)
+    teacher.button(key="class_reveal").click().run()
+    student.run()
+    assert bool(student.success) == right_shown and bool(student.error) != right_shown
+
+
+def test_the_teacher_sees_who_is_in_the_room_and_who_follows():
+    teacher, code = _teacher()
+    first, second = _student(code), _student(code)
+    first.run()
+    second.run()
+    second.text_input(key="sentence").set_value("exploring on my own").run()
+    second.run()  # its pulse now says it no longer follows
+    teacher.run()
+    assert t("class.presence", members=2, following=1) in _shown(teacher)
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_in_presenter_mode_the_code_and_tally_are_on_the_main_screen(language):
+    teacher, code = _teacher(language)
+    teacher.toggle(key="_present_toggle").set_value(True).run()
+    assert not _failed(teacher)
+    assert [m.value for m in teacher.main.get("metric")] == [f"{code[:3]} {code[3:]}"]
+    assert t("class.no_question", language=language) in _shown(teacher)
+
+
+@pytest.mark.parametrize(
+    "typed", ["<script>alert(1)</script>", "'; DROP TABLE rooms; --", "🙂" * 40]
+)
+def test_hostile_codes_join_nothing_and_break_nothing(typed):
+    at = open_lesson("heads")
+    at.text_input(key="_class_code_box").set_value(typed).run()
+    assert _PLACE not in at.session_state and not _failed(at)
+    assert t("class.no_room") in messages(at)
