@@ -1,8 +1,7 @@
 """The server's rooms, this session's place in one, and joining with a code.
 
-The rooms live in this process (components/classroom/rooms.py, MemoryRooms) unless
-SEQLENS_ROOMS_REDIS names a Redis server that several servers share
-(components/classroom/redis_rooms.py). A session is in at most one room: as its teacher
+The server's rooms are components/ui/runs/classroom.py's `rooms()`: in this process, or in
+the Redis server SEQLENS_ROOMS_REDIS names. A session is in at most one room: as its teacher
 (the teacher key is in this session's state only, never in a link) or as a member (an id
 made for the room, unrelated to the session's own secret).
 
@@ -16,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import secrets
 import threading
 import time
@@ -25,10 +23,10 @@ from dataclasses import dataclass
 import streamlit as st
 
 from components.classroom.codes import looks_like_code, normal_code
-from components.classroom.rooms import MemoryRooms, RoomError, RoomGone, Rooms
+from components.classroom.rooms import RoomError, RoomGone
 from components.ui.inputs import ROOM_KEY
+from components.ui.runs.classroom import rooms
 
-REDIS_ENV = "SEQLENS_ROOMS_REDIS"
 MAX_JOIN_TRIES = 8
 WRONG_WAIT_S = 0.5
 _WRONG_LOCK = threading.Lock()
@@ -48,16 +46,6 @@ class Place:
     @property
     def teaching(self) -> bool:
         return self.key is not None
-
-
-@st.cache_resource(show_spinner=False)
-def rooms() -> Rooms:
-    url = os.environ.get(REDIS_ENV, "").strip()
-    if not url:
-        return MemoryRooms()
-    from components.classroom.redis_rooms import RedisRooms
-
-    return RedisRooms(url)
 
 
 class Unreachable(RoomError):
