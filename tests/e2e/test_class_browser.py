@@ -32,6 +32,8 @@ from components.i18n import t
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 
 SCREEN = {"width": 1400, "height": 1000}
+# The projector's screenshot: tall enough for the room's panel and the lesson's first lines.
+PROJECTOR_SHOT = {"width": 1400, "height": 1250}
 SIDEBAR = '[data-testid="stSidebar"]'
 MAIN = '[data-testid="stMain"]'
 FOLLOW_LIMIT_S = 2.0
@@ -157,6 +159,14 @@ def _assert_followed(what: str, latencies: dict[str, float | None]) -> None:
     assert not slow, f"{what}: not shown within {FOLLOW_LIMIT_S} s: {latencies}"
 
 
+def _scroll_to_top(page) -> None:
+    """A click scrolls the button it clicked into view; a screenshot starts at the top."""
+    page.evaluate(
+        """() => [document.scrollingElement, document.querySelector('[data-testid="stMain"]')]
+            .forEach(node => node && node.scrollTo(0, 0))"""
+    )
+
+
 def _answer(page, option: str) -> None:
     radio = page.locator(MAIN).get_by_role("radiogroup", name=t("class.your_answer"))
     expect(radio).to_be_visible(timeout=RERUN_TIMEOUT_MS)
@@ -246,6 +256,7 @@ def test_a_class_of_three_follows_the_teacher_answers_and_sees_the_verdict(
         expect(summary).to_contain_text(f"{wrong + 1}. {OPTIONS[wrong]} 1 · 33 %")
 
         # 6. On the projector: presenter mode, toggled so the session keeps its room.
+        teacher.set_viewport_size(PROJECTOR_SHOT)
         teacher.locator(".st-key-_present_toggle label").click()
         expect(teacher.locator(SIDEBAR)).to_be_hidden()
         expect(teacher.locator(MAIN).locator('[data-testid="stMetricValue"]')).to_have_text(
@@ -271,6 +282,8 @@ def test_a_class_of_three_follows_the_teacher_answers_and_sees_the_verdict(
             assert_page_healthy(page)
         # Two of three answers right: 67 %, marked as the right one.
         expect(shown_summary).to_contain_text(f"{RIGHT + 1}. {OPTIONS[RIGHT]} 2 · 67 % (right)")
+        for page in (teacher, *students.values()):
+            _scroll_to_top(page)
         screenshot(teacher, "class-teacher-revealed")
         screenshot(students["typist"], "class-student-verdict")
         screenshot(students["first"], "class-student-right")
