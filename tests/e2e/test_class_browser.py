@@ -6,7 +6,8 @@ types the code. Every change on the teacher's screen (the lesson's part, the sen
 control) shows on each following student's screen within FOLLOW_LIMIT_S of the teacher's
 page having drawn it; a student who explores keeps their own view until "Back to the
 teacher". The teacher asks a question of their own, sees the room's three answers, reveals
-the answer in presenter mode, and each student's screen says whether they were right.
+the answer in presenter mode, and each student's screen says whether they were right; when
+the teacher ends the class, each student's screen says so.
 Screenshots: tests/artifacts/class-*.png (git-ignored).
 """
 
@@ -287,6 +288,19 @@ def test_a_class_of_three_follows_the_teacher_answers_and_sees_the_verdict(
         screenshot(teacher, "class-teacher-revealed")
         screenshot(students["typist"], "class-student-verdict")
         screenshot(students["first"], "class-student-right")
+
+        # 7. Out of presenter mode, the teacher ends the class; each student is told.
+        teacher.locator(".st-key-_present_toggle label").click()
+        end = teacher.locator(SIDEBAR).locator(".st-key-class_end button")
+        expect(end).to_be_visible()
+        end.click()
+        expect(teacher.locator(".st-key-class_start")).to_be_attached()
+        for page in students.values():
+            ended = page.locator(SIDEBAR).get_by_text(t("class.ended"))
+            expect(ended).to_be_visible(timeout=5_000)
+            expect(page.locator(".st-key-class_leave")).to_have_count(0)
+            assert_page_healthy(page)
+        screenshot(students["second"], "class-student-ended")
     finally:
         for context in contexts:
             context.close()

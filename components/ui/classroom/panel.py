@@ -104,20 +104,24 @@ def join_from_link() -> None:
     _join(raw)
 
 
-def _show_note() -> None:
+def _pending_note() -> str | None:
+    """What the join box has to say (said once): a refusal, or that the class has ended."""
     key = st.session_state.pop(_NOTE_KEY, None)
     if follow.room_ended():
         key = "class.ended"
     if key == "class.no_room" and store.tries_left() <= 0:
         key = "class.no_tries"
-    if key is not None:
-        st.warning(t(key), icon="👩‍🏫")
+    return key
 
 
 def join_box(where) -> None:
     """Not in a class: a code to join with, or a class to start."""
-    with where.expander(t("class.heading"), icon="👩‍🏫", expanded=_NOTE_KEY in st.session_state):
-        _show_note()
+    note = _pending_note()
+    # Open when it has something to say: a student whose class has just ended sees why
+    # their panel went away.
+    with where.expander(t("class.heading"), icon="👩‍🏫", expanded=note is not None):
+        if note is not None:
+            st.warning(t(note), icon="👩‍🏫")
         st.text_input(
             t("class.code_label"),
             key=_CODE_BOX,
