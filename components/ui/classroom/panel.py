@@ -29,6 +29,27 @@ TEACHER_PULSE_S = 1.0
 _CODE_BOX = "_class_code_box"
 _NOTE_KEY = "_class_note"
 _LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
+_ROOM_BOX = "class_room"
+# Presenter mode stacks every row that holds a chart (assets/styles/presenter.css: one
+# chart per screen). The teacher's room is the one row kept side by side on a wide screen,
+# so the projector shows the code and QR code beside the room's live tally.
+_CODE_BESIDE_TALLY_CSS = """<style>
+@media (min-width: 1001px) {
+  .st-key-class_room [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]) {
+    flex-direction: row !important;
+  }
+  .st-key-class_room [data-testid="stHorizontalBlock"] > [data-testid="stColumn"]:first-child {
+    flex: 1 1 0 !important;
+    width: auto !important;
+    min-width: 0;
+  }
+  .st-key-class_room [data-testid="stHorizontalBlock"] > [data-testid="stColumn"]:last-child {
+    flex: 2 1 0 !important;
+    width: auto !important;
+    min-width: 0;
+  }
+}
+</style>"""
 
 
 def join_link(code: str) -> str:
@@ -83,20 +104,24 @@ def join_from_link() -> None:
     _join(raw)
 
 
-def _show_note() -> None:
+def _pending_note() -> str | None:
+    """What the join box has to say (said once): a refusal, or that the class has ended."""
     key = st.session_state.pop(_NOTE_KEY, None)
     if follow.room_ended():
         key = "class.ended"
     if key == "class.no_room" and store.tries_left() <= 0:
         key = "class.no_tries"
-    if key is not None:
-        st.warning(t(key), icon="👩‍🏫")
+    return key
 
 
 def join_box(where) -> None:
     """Not in a class: a code to join with, or a class to start."""
-    with where.expander(t("class.heading"), icon="👩‍🏫", expanded=_NOTE_KEY in st.session_state):
-        _show_note()
+    note = _pending_note()
+    # Open when it has something to say: a student whose class has just ended sees why
+    # their panel went away.
+    with where.expander(t("class.heading"), icon="👩‍🏫", expanded=note is not None):
+        if note is not None:
+            st.warning(t(note), icon="👩‍🏫")
         st.text_input(
             t("class.code_label"),
             key=_CODE_BOX,
@@ -128,7 +153,9 @@ def _room_now() -> None:
 def teacher_panel(where, presenting: bool) -> None:
     now = store.place()
     link = join_link(now.code)
-    box = where.container(border=True)
+    box = where.container(border=True, key=_ROOM_BOX)
+    if presenting:
+        box.html(_CODE_BESIDE_TALLY_CSS)
     code_side, live_side = box.columns([1, 2]) if presenting else (box, box)
     code_side.metric(t("class.code_shown"), spaced(now.code))
     code_side.image(join_qr_svg(link), width=260 if presenting else 160)
