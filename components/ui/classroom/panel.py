@@ -8,6 +8,7 @@ TEACHER_PULSE_S. Everything else is drawn with the page's run.
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
@@ -33,23 +34,8 @@ _ROOM_BOX = "class_room"
 # Presenter mode stacks every row that holds a chart (assets/styles/presenter.css: one
 # chart per screen). The teacher's room is the one row kept side by side on a wide screen,
 # so the projector shows the code and QR code beside the room's live tally.
-_CODE_BESIDE_TALLY_CSS = """<style>
-@media (min-width: 1001px) {
-  .st-key-class_room [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]) {
-    flex-direction: row !important;
-  }
-  .st-key-class_room [data-testid="stHorizontalBlock"] > [data-testid="stColumn"]:first-child {
-    flex: 1 1 0 !important;
-    width: auto !important;
-    min-width: 0;
-  }
-  .st-key-class_room [data-testid="stHorizontalBlock"] > [data-testid="stColumn"]:last-child {
-    flex: 2 1 0 !important;
-    width: auto !important;
-    min-width: 0;
-  }
-}
-</style>"""
+_ASSETS = Path(__file__).resolve().parent.parent.parent.parent / "assets"
+_CODE_BESIDE_TALLY_CSS = _ASSETS / "styles" / "class_room.css"
 
 
 def join_link(code: str) -> str:
