@@ -42,6 +42,7 @@ class TallyWords:
     line: str  # the whole line: formatted with count (answers in all) and options
     right: str  # the right option, once revealed: formatted with option (its part)
     nobody: str  # the line when no one has answered
+    each: str = "{option}: {count}"  # one option and its count text
 
 
 def share_percent(count: int, total: int) -> int:
@@ -156,6 +157,8 @@ def tally_figure(
             tickvals=positions,
             ticktext=axis_labels(options, right),
             autorange="reversed",
+            # Apart from the axis, where an option no one chose writes its "0 · 0 %".
+            ticksuffix="   ",
             automargin=True,
             fixedrange=True,
         ),
@@ -166,14 +169,15 @@ def tally_figure(
 def tally_summary(
     options: Sequence[str], counts: Sequence[int], right: int | None, words: TallyWords
 ) -> str:
-    """The tally in one line, options in the order given: "12 answers: Paris 5 · 42 %
-    (right); Lyon 7 · 58 %". Plain text, options as typed: show_chart writes it literally."""
+    """The tally in one line, options in the order given: "12 answers: Paris: 5 · 42 %
+    (right); Lyon: 7 · 58 %". Plain text, options as typed: show_chart writes it literally."""
     _checked(options, counts, right)
     total = sum(int(c) for c in counts)
     if total == 0:
         return words.nobody
     parts = []
     for i, (option, count) in enumerate(zip(options, counts, strict=True)):
-        part = f"{' '.join(str(option).split())} {count_text(int(count), total)}"
+        text = " ".join(str(option).split())
+        part = words.each.format(option=text, count=count_text(int(count), total))
         parts.append(words.right.format(option=part) if i == right else part)
     return words.line.format(count=total, options=SEPARATOR.join(parts))

@@ -49,7 +49,7 @@ LAYER_CHOSEN = "2"
 QUESTION = "How many heads does each layer of this model have?"
 OPTIONS = ("6", "12", "384")
 RIGHT = 1  # "12", 0-based
-# The line under the tally's chart: "3 answers: 1. 6 0 · 0 %; 2. 12 2 · 67 % …".
+# The line under the tally's chart: "3 answers: 1. 6: 0 · 0 %; 2. 12: 2 · 67 % …".
 TALLY_LINE = re.compile(r"^\d+ answers: ")
 
 # What a student's page shows, read from its DOM (an argument each: the value awaited).
@@ -253,8 +253,8 @@ def test_a_class_of_three_follows_the_teacher_answers_and_sees_the_verdict(
             _answer(students[name], OPTIONS[pick])
         summary = teacher_sidebar.get_by_text(TALLY_LINE)
         expect(summary).to_have_text(re.compile(r"^3 answers: "), timeout=RERUN_TIMEOUT_MS)
-        expect(summary).to_contain_text(f"{RIGHT + 1}. {OPTIONS[RIGHT]} 2 · 67 %")
-        expect(summary).to_contain_text(f"{wrong + 1}. {OPTIONS[wrong]} 1 · 33 %")
+        expect(summary).to_contain_text(f"{RIGHT + 1}. {OPTIONS[RIGHT]}: 2 · 67 %")
+        expect(summary).to_contain_text(f"{wrong + 1}. {OPTIONS[wrong]}: 1 · 33 %")
 
         # 6. On the projector: presenter mode, toggled so the session keeps its room.
         teacher.set_viewport_size(PROJECTOR_SHOT)
@@ -282,7 +282,7 @@ def test_a_class_of_three_follows_the_teacher_answers_and_sees_the_verdict(
                 expect(verdict).to_contain_text(said, timeout=5_000)
             assert_page_healthy(page)
         # Two of three answers right: 67 %, marked as the right one.
-        expect(shown_summary).to_contain_text(f"{RIGHT + 1}. {OPTIONS[RIGHT]} 2 · 67 % (right)")
+        expect(shown_summary).to_contain_text(f"{RIGHT + 1}. {OPTIONS[RIGHT]}: 2 · 67 % (right)")
         for page in (teacher, *students.values()):
             _scroll_to_top(page)
         screenshot(teacher, "class-teacher-revealed")

@@ -143,13 +143,13 @@ def test_counts_and_options_that_do_not_match_are_refused():
 
 def test_the_summary_gives_every_option_s_count_and_share_in_order():
     assert tally_summary(OPTIONS, COUNTS, None, WORDS) == (
-        "12 answers: Paris 5 · 42 %; Lyon 7 · 58 %; Marseille 0 · 0 %"
+        "12 answers: Paris: 5 · 42 %; Lyon: 7 · 58 %; Marseille: 0 · 0 %"
     )
 
 
 def test_the_summary_names_the_right_option_once_revealed():
     assert tally_summary(OPTIONS, COUNTS, 0, WORDS) == (
-        "12 answers: Paris 5 · 42 % (right); Lyon 7 · 58 %; Marseille 0 · 0 %"
+        "12 answers: Paris: 5 · 42 % (right); Lyon: 7 · 58 %; Marseille: 0 · 0 %"
     )
 
 
@@ -159,10 +159,13 @@ def test_the_summary_of_a_tally_no_one_has_answered_says_so():
 
 def test_the_summary_takes_its_words_and_their_order_from_the_caller():
     chinese = TallyWords(
-        line="共 {count} 个回答：{options}", right="{option}（正确）", nobody="还没有回答"
+        line="共 {count} 个回答：{options}",
+        right="{option}（正确）",
+        nobody="还没有回答",
+        each="{option}：{count}",
     )
     assert tally_summary(["甲", "乙"], [1, 3], 1, chinese) == (
-        "共 4 个回答：甲 1 · 25 %; 乙 3 · 75 %（正确）"
+        "共 4 个回答：甲：1 · 25 %; 乙：3 · 75 %（正确）"
     )
 
 
@@ -170,7 +173,7 @@ def test_the_summary_keeps_the_teacher_s_text_as_typed_on_one_line():
     # show_chart writes a summary as literal text (markdown_literal): escaped there, once.
     typed = "<b>a</b>\n{b} *c*"
     assert tally_summary([typed, "d"], [1, 1], None, WORDS) == (
-        "2 answers: <b>a</b> {b} *c* 1 · 50 %; d 1 · 50 %"
+        "2 answers: <b>a</b> {b} *c*: 1 · 50 %; d: 1 · 50 %"
     )
 
 

@@ -98,7 +98,10 @@ def tally_for_teacher(now: Place) -> None:
     right = question.right if question.revealed else None
     labels = _shown_options(question.options)
     words = TallyWords(
-        line=t("class.tally_line"), right=t("class.tally_right"), nobody=t("class.tally_nobody")
+        line=t("class.tally_line"),
+        right=t("class.tally_right"),
+        nobody=t("class.tally_nobody"),
+        each=t("class.tally_each"),
     )
     show_chart(
         tally_figure(
