@@ -158,7 +158,7 @@ def tally_figure(
             ticktext=axis_labels(options, right),
             autorange="reversed",
             # Apart from the axis, where an option no one chose writes its "0 · 0 %".
-            ticksuffix="   ",
+            ticklabelstandoff=14,
             automargin=True,
             fixedrange=True,
         ),
