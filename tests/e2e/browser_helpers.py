@@ -100,6 +100,23 @@ _DRAWN_CHART = """(c) => c.matches('.seqlens-grid') ? c.hasAttribute('data-colum
                                                  : !!c.querySelector('.main-svg')"""
 
 
+def choose(page, key: str, option: str) -> None:
+    """Pick `option` in the selectbox drawn with `key` (opening its list again if a
+    rerun closed it)."""
+    for _ in range(3):
+        page.locator(f'.st-key-{key} [data-testid="stSelectbox"]').click()
+        choice = page.get_by_role("option", name=option, exact=True)
+        try:
+            choice.wait_for(state="visible", timeout=5_000)
+        except Exception:  # the list closed under a rerun: open it again
+            page.keyboard.press("Escape")
+            wait_until_idle(page)
+            continue
+        choice.click()
+        return
+    raise AssertionError(f"option {option!r} of {key!r} never showed")
+
+
 def wait_for_charts(page, timeout: int = FIRST_CHART_TIMEOUT_MS) -> None:
     """At least one chart (plotly or grid), and every chart on the page drawn."""
     page.wait_for_function(

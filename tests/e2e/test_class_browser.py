@@ -22,6 +22,7 @@ from browser_helpers import (
     RERUN_TIMEOUT_MS,
     SENTENCE_INPUT,
     assert_page_healthy,
+    choose,
     expect,
     screenshot,
     wait_until_drawn,
@@ -122,23 +123,6 @@ def _type_sentence(page, text: str) -> None:
     wait_until_idle(page)
 
 
-def _choose(page, key: str, option: str) -> None:
-    """Pick `option` in the selectbox drawn with `key` (opening its list again if a
-    rerun closed it)."""
-    for _ in range(3):
-        page.locator(f'.st-key-{key} [data-testid="stSelectbox"]').click()
-        choice = page.get_by_role("option", name=option, exact=True)
-        try:
-            choice.wait_for(state="visible", timeout=5_000)
-        except Exception:  # the list closed under a rerun: open it again
-            page.keyboard.press("Escape")
-            wait_until_idle(page)
-            continue
-        choice.click()
-        return
-    raise AssertionError(f"option {option!r} of {key!r} never showed")
-
-
 def _latencies(students: dict, check: str, value: str) -> dict[str, float]:
     """Seconds from now (the teacher's page idle with the change) until each student's page
     shows `value`, read every POLL_S; None for one that did not within MEASURE_FOR_S."""
@@ -212,7 +196,7 @@ def test_a_class_of_three_follows_the_teacher_answers_and_sees_the_verdict(
         _type_sentence(teacher, TEACHERS_SENTENCE)
         _assert_followed("sentence", _latencies(students, SENTENCE_SHOWN, TEACHERS_SENTENCE))
 
-        _choose(teacher, "layer", LAYER_CHOSEN)
+        choose(teacher, "layer", LAYER_CHOSEN)
         layer_box = teacher.get_by_role("combobox", name=t("heads.layer"))
         expect(layer_box).to_have_value(LAYER_CHOSEN)
         wait_until_idle(teacher)

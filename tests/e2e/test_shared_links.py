@@ -19,6 +19,7 @@ from browser_helpers import (
     HEADS_GRID_KEYS,
     RERUN_TIMEOUT_MS,
     assert_page_healthy,
+    choose,
     expect,
     grid_hover_labels,
     hover_grid,
@@ -57,23 +58,6 @@ def link_language(page) -> str | None:
 def expect_presenting(page) -> None:
     expect(page.locator(PRESENTER_TOGGLE)).to_be_checked()
     expect(page.locator(SIDEBAR)).to_be_hidden()
-
-
-def choose(page, key: str, option: str) -> None:
-    """Pick `option` in the selectbox drawn with `key` (opening its list again if a
-    rerun closed it)."""
-    for _ in range(3):
-        page.locator(f'.st-key-{key} [data-testid="stSelectbox"]').click()
-        choice = page.get_by_role("option", name=option, exact=True)
-        try:
-            choice.wait_for(state="visible", timeout=5_000)
-        except Exception:  # the list closed under a rerun: open it again
-            page.keyboard.press("Escape")
-            wait_until_idle(page)
-            continue
-        choice.click()
-        return
-    raise AssertionError(f"option {option!r} of {key!r} never showed")
 
 
 # ---------------------------------------------------------------- deep links
