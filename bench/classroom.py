@@ -35,8 +35,9 @@ CHANGES = 20
 CHANGE_GAP_S = 2.5
 LAYERS = 6  # MiniLM's, the attention lesson's default model
 DEFAULT_LAYER = 3
-FOLLOW_TIMEOUT_S = 15.0
-STEP_TIMEOUT_S = 30.0
+# A student not following within FOLLOW_TIMEOUT_S has missed the change (the target is 2 s).
+FOLLOW_TIMEOUT_S = 6.0
+STEP_TIMEOUT_S = 15.0
 SETTLE_S = 25.0
 OPTIONS = ("a", "b", "c")
 RIGHT = 1  # "b", given to the form as 2 (the form counts from 1)
@@ -76,6 +77,8 @@ class RoomResult:
     outside_caches_before: int | None = None
     outside_caches_after: int | None = None
     sessions_after: int | None = None
+    # Students whose page stopped pulsing (no fragment timer left) after the changes.
+    stalled: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -275,6 +278,7 @@ async def class_room(port: int, students: int = STUDENTS, changes: int = CHANGES
         await _join(tabs, code, result.errors)
         log(f"the teacher changes the layer {changes} times")
         await _follow_changes(teacher, tabs, result)
+        result.stalled = [tab.name for tab in tabs if not tab.pulsing]
         log("a question")
         await _question(teacher, tabs, result)
         log("the reveal")

@@ -148,6 +148,11 @@ class LiveTab(Session):
         await self.ws.send(msg.SerializeToString())
         return sent
 
+    @property
+    def pulsing(self) -> bool:
+        """Whether a fragment's timer is running (a page drawn whole keeps one)."""
+        return bool(self._timers)
+
     def widget(self, key: str) -> Widget:
         found = self.widgets.get(key)
         if found is None:

@@ -291,7 +291,8 @@ def add_class_rows(rows: list[Row], room, guesses) -> None:
             Row(
                 f"{title}: follow latency median/p95 (n={n}; teacher's run finished → "
                 "student's page showing the new layer)",
-                f"{ms(med)} / {ms(p95)} ({len(lat)} seen, {len(room.missed)} missed)",
+                f"{ms(med)} / {ms(p95)} ({len(lat)} seen, {len(room.missed)} missed; "
+                f"{len(room.stalled)} students' pages no longer pulsing after the changes)",
                 target="≤ 2 s p95",
                 met=verdict(None if p95 is None else p95 <= 2 and not room.missed),
             ),
