@@ -56,6 +56,8 @@ def test_every_student_sees_every_change_of_the_teacher(room):
 
 def test_students_follow_the_teacher_within_two_seconds_at_the_95th_percentile(room):
     result, _ = room
+    # A change a student never saw is a follow slower than any: the p95 is over all 1200.
+    assert len(result.latencies) == STUDENTS * CHANGES, f"{len(result.missed)} follows missed"
     p95 = percentile(result.latencies, 95)
     assert p95 is not None and p95 <= P95_LIMIT_S, f"p95 {p95} s over {len(result.latencies)}"
 
