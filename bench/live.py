@@ -4,14 +4,15 @@ types (bench/classroom.py drives a whole class with it).
 
 bench/wire.py's Session asks for one run and reads until it is done; a class-mode page does
 not wait to be asked: a fragment with `run_every` reruns on the browser's timer. What the
-browser does there, and this client copies (Streamlit 1.67, frontend/app/src/App.tsx and
-WidgetStateManager):
+browser does there, and this client copies (Streamlit 1.67's frontend, as shipped in
+streamlit/static: App's handleAutoRerun, handleNewSession and sendRerunBackMsg):
 
 - A ForwardMsg `auto_rerun` (interval, fragment_id), sent by each full run that draws such a
-  fragment, starts a timer (setInterval) that sends BackMsg.rerun_script with `fragment_id`
-  and `is_auto_rerun` set, every `interval` seconds, whether or not a run is going on.
-  A full run's `new_session` (no fragment ids in its metadata.run) stops every timer, and
-  `stop_auto_rerun` stops the ones it names.
+  fragment, starts a timer (setInterval; kept if that fragment has one of the same interval)
+  that sends BackMsg.rerun_script with `fragment_id` and `is_auto_rerun` set, every
+  `interval` seconds, whether or not a run is going on. A full run's `new_session` (no
+  fragment ids in its metadata.run) stops every timer, and `stop_auto_rerun` stops the ones
+  it names.
 - Every rerun request carries the address bar's query string (which `page_info_changed`
   sets), the page's page_script_hash (from `navigation`), the widget states the page holds
   and the hashes of the cached messages.
@@ -109,6 +110,7 @@ class LiveTab(Session):
         self.timer_sends = 0
         self._run: Seen | None = None
         self._timers: dict[str, asyncio.Task] = {}
+        self._intervals: dict[str, float] = {}
         self._reader: asyncio.Task | None = None
         self._new_run = asyncio.Event()
         self._ages: dict[str, int] = {}  # cached message hash → full runs since last used
@@ -341,7 +343,10 @@ class LiveTab(Session):
     # ------------------------------------------------------------------ the fragments' timers
 
     def _start_timer(self, fragment_id: str, interval_s: float) -> None:
+        if self._intervals.get(fragment_id) == interval_s and fragment_id in self._timers:
+            return
         self._stop_timers([fragment_id])
+        self._intervals[fragment_id] = interval_s
         self._timers[fragment_id] = asyncio.create_task(self._tick(fragment_id, interval_s))
 
     def _stop_timers(self, fragment_ids: list[str]) -> None:
