@@ -3,7 +3,8 @@
 Starts `streamlit run app.py` itself on 127.0.0.1 (a fresh server for each cold-start
 figure), drives it with the websocket client in bench/wire.py and, when playwright and
 Chromium are there, with headless Chromium; stops every server it started, even on error.
-Bounded: each phase has its own time limit; the whole run takes about 4-5 minutes.
+Bounded: each phase has its own time limit; the whole run takes about 4-5 minutes, and the
+class room with the room-code guessing (bench/classroom.py) up to 4 more (`--no-class`).
 The table also goes to bench/results/latest.md (git-ignored).
 """
 
@@ -15,10 +16,10 @@ import sys
 import time
 import traceback
 
-from bench import browser, gradient_flow
+from bench import browser, classroom, gradient_flow
 from bench.apps import PEER, SEQLENS
 from bench.phases import bertviz_sizes, gc_diagnosis, log, measure_app
-from bench.report import Row, add_flow_rows, add_rows, machine_facts, table
+from bench.report import Row, add_class_rows, add_flow_rows, add_rows, machine_facts, table
 from bench.sentences import SentenceMaker
 from bench.server import RESULTS_DIR
 
@@ -40,13 +41,28 @@ def run(args: argparse.Namespace, rows: list[Row], notes: list[str]) -> list[str
         bertviz = bertviz_sizes(ours, mk)
         log("gradient flow, T = 512")
         flow = gradient_flow.measure()
+        room_and_guesses = _class_room(args)
     finally:
         if br is not None:
             br.__exit__(None, None, None)
         notes.append(f"bench wall time: {time.monotonic() - t_start:.0f} s")
     add_rows(rows, ours, peer, bertviz, gc_text, args, why_no_browser)
     add_flow_rows(rows, flow)
+    if room_and_guesses is not None:
+        add_class_rows(rows, *room_and_guesses)
     return machine_facts(chromium_version)
+
+
+def _class_room(args: argparse.Namespace):
+    """The class room and the room-code guessing (bench/classroom.py), each on a server of
+    its own; None when skipped."""
+    if not args.class_room:
+        return None
+    log("class room: 1 teacher + students following, then room-code guessing")
+    try:
+        return classroom.measure()
+    except Exception as exc:  # noqa: BLE001 - the row says it failed
+        return exc, exc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +92,12 @@ def main(argv: list[str] | None = None) -> int:
         dest="gc_check",
         action="store_false",
         help="skip the heads reruns on a server with runner.postScriptGC on",
+    )
+    p.add_argument(
+        "--no-class",
+        dest="class_room",
+        action="store_false",
+        help="skip the class room (1 teacher + 60 students) and the room-code guessing",
     )
     args = p.parse_args(argv)
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

@@ -270,3 +270,67 @@ def table(rows: list[Row]) -> str:
         cells = (r.measure, r.result, r.peer, r.target, r.met)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines)
+
+
+def _mb(n: int | None) -> str:
+    return "n/a" if n is None else f"{n / 1e6:.0f} MB"
+
+
+def add_class_rows(rows: list[Row], room, guesses) -> None:
+    """The class room (bench/classroom.py) and the room-code guessing (bench/guessing.py)."""
+    from bench.guessing import chance_of_a_hit
+
+    if isinstance(room, Exception):
+        rows.append(Row("Class room, 1 teacher + students following", failed(room)))
+    else:
+        title = f"Class room, 1 teacher + {room.students} students following"
+        lat = room.latencies
+        med, p95 = median(lat), percentile(lat, 95)
+        n = room.students * room.changes
+        rows += [
+            Row(
+                f"{title}: follow latency median/p95 (n={n}; teacher's run finished → "
+                "student's page showing the new layer)",
+                f"{ms(med)} / {ms(p95)} ({len(lat)} seen, {len(room.missed)} missed; "
+                f"{len(room.stalled)} students' pages no longer pulsing after the changes)",
+                target="≤ 2 s p95",
+                met=verdict(None if p95 is None else p95 <= 2 and not room.missed),
+            ),
+            Row(
+                f"{title}: answers tallied",
+                f"{room.tally_seen} for {room.tally_expected} given; verdict reached "
+                f"{room.verdicts} of {room.students}",
+                target="exact",
+                met=verdict(room.answers_tallied and room.verdicts == room.students),
+            ),
+            Row(
+                f"{title}: errors", str(len(room.errors)), target="0", met=verdict(not room.errors)
+            ),
+            Row(
+                f"{title}: server RSS before/after (after a warm-up wave / room ended, "
+                "every tab closed)",
+                f"{_mb(room.rss_before)} / {_mb(room.rss_after)} (outside caches "
+                f"{_mb(room.outside_caches_before)} / {_mb(room.outside_caches_after)})",
+                target="after ≤ before + 10 %",
+                met=verdict(
+                    None
+                    if not room.rss_before or not room.rss_after
+                    else room.rss_after <= room.rss_before * 1.1
+                ),
+            ),
+        ]
+    if isinstance(guesses, Exception):
+        rows.append(Row("Room-code guessing", failed(guesses)))
+        return
+    hit = chance_of_a_hit(guesses.per_s)
+    rows.append(
+        Row(
+            f"Room-code guessing, {guesses.sessions} sessions typing wrong codes: wrong codes "
+            "answered per second server-wide",
+            f"{guesses.per_s:.2f}/s ({guesses.answered} in {guesses.elapsed_s:.1f} s; "
+            f"{len(guesses.errors)} errors); at this rate for a room's 3 h, the chance of "
+            f"finding any of 20 live rooms is {hit:.2%}",
+            target="≤ 2/s",
+            met=verdict(guesses.per_s <= 2.05 and not guesses.errors),
+        )
+    )
