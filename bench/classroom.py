@@ -133,7 +133,7 @@ async def warm_up(port: int, tabs: int) -> list[str]:
     and `tabs` first visits to /heads."""
     errors: list[str] = []
     teacher = LiveTab(port, "warm-up teacher")
-    visitors = [LiveTab(port, f"warm-up {i}") for i in range(tabs)]
+    visitors = [LiveTab(port, f"warm-up {i}", source=f"127.0.1.{i + 1}") for i in range(tabs)]
     try:
         await _open_all([teacher], "heads", {}, 0)
         if await _step(teacher, lambda r: r.full, 0, "the first run", errors):
@@ -268,7 +268,9 @@ async def class_room(port: int, students: int = STUDENTS, changes: int = CHANGES
     """The room itself (no memory figures: see `measure_room`)."""
     result = RoomResult(students=students, changes=changes)
     teacher = LiveTab(port, "teacher")
-    tabs = [LiveTab(port, f"student {i}") for i in range(students)]
+    # Each student a machine of its own, as in a classroom (the page slots are shared out
+    # by client address: models/serving/fair_slots.py).
+    tabs = [LiveTab(port, f"student {i}", source=f"127.0.1.{i + 1}") for i in range(students)]
     began = time.monotonic()
     try:
         code = await _start_class(teacher, result.errors)

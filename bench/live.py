@@ -42,7 +42,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from bench.rerun import chart_key
-from bench.wire import Session
+from bench.wire import Session, forward_message
 
 MAX_CACHED_AGE = 2  # Streamlit's default global.maxCachedMessageAge
 KEPT_CHARTS = ("class_tally",)  # chart specs worth keeping (the others are large)
@@ -224,17 +224,11 @@ class LiveTab(Session):
                 self.errors.append(f"{self.name}: reader: {type(exc).__name__}: {exc}")
 
     def _message(self, data: bytes, now: float) -> None:
-        fwd = ForwardMsg()
-        fwd.ParseFromString(data)
-        kind = fwd.WhichOneof("type")
-        if kind == "ref_hash":
-            cached = self.cache.find(fwd.ref_hash)
-            if cached is None:
-                self._error(f"ref_hash {fwd.ref_hash}: not in the cache")
-                return
-            self._ages[fwd.ref_hash] = 0
-            fwd, kind = cached, cached.WhichOneof("type")
-        elif fwd.metadata.cacheable and fwd.hash:
+        fwd, kind, missing = forward_message(self.cache, data)
+        if missing:
+            self._error(f"ref_hash {missing}: not in the cache")
+            return
+        if fwd.metadata.cacheable and fwd.hash:  # sent whole, or by reference to it
             self.cache.keep(fwd)
             self._ages[fwd.hash] = 0
         if kind == "new_session":

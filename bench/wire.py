@@ -241,15 +241,10 @@ class Session:
             now = time.monotonic()
             run.bytes += len(data)
             run.messages += 1
-            fwd = ForwardMsg()
-            fwd.ParseFromString(data)
-            kind = fwd.WhichOneof("type")
-            if kind == "ref_hash":
-                cached = self.cache.find(fwd.ref_hash)
-                if cached is None:
-                    run.error = run.error or f"ref_hash {fwd.ref_hash}: not in the cache"
-                    continue
-                fwd, kind = cached, cached.WhichOneof("type")
+            fwd, kind, missing = forward_message(self.cache, data)
+            if missing:
+                run.error = run.error or f"ref_hash {missing}: not in the cache"
+                continue
             self.cache.keep(fwd)
             if kind == "script_finished":
                 status = fwd.script_finished
@@ -294,6 +289,20 @@ class Session:
                 run.error = run.error or "the page showed the app's error message"
         elif kind == "exception":
             run.error = run.error or f"exception: {el.exception.type}: {el.exception.message}"
+
+
+def forward_message(cache: MessageCache, data: bytes) -> tuple[ForwardMsg, str, str]:
+    """A message from the server and its kind, one sent by reference taken from `cache`;
+    the reference's hash as the third item when the cache does not hold it."""
+    fwd = ForwardMsg()
+    fwd.ParseFromString(data)
+    kind = fwd.WhichOneof("type")
+    if kind != "ref_hash":
+        return fwd, kind, ""
+    cached = cache.find(fwd.ref_hash)
+    if cached is None:
+        return fwd, kind, fwd.ref_hash
+    return cached, cached.WhichOneof("type"), ""
 
 
 def run_async(coro):

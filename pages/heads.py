@@ -31,7 +31,7 @@ from components.ui.parts.heads.model_picker import (
 from components.ui.parts.heads.reading import read
 from components.ui.pass_ahead import leave_pass_ahead
 from components.ui.runs.heads import attention_run
-from components.ui.sentence import sentence_or_stop, show_notes
+from components.ui.sentence import sentence_or_stop, show_notes, stop_page
 from models.serving.model_files import ModelRefused
 
 enter_lesson()
@@ -61,11 +61,11 @@ with tokens_slot:
         run = attention_run(model_key, sentence.text)
     except ModelRefused as refusal:  # a model that returns no attention weights
         st.error(markdown_literal(refusal_text(refusal.code, refusal.params)))
-        st.stop()
+        stop_page()
     except Exception:  # noqa: BLE001  (damaged files found only by a pass: the log has them)
         logging.getLogger(__name__).exception("model %s failed on a sentence", model_key)
         st.error(t("heads.run_failed"))
-        st.stop()
+        stop_page()
     reading = read(model_key, sentence.text, encoder, run)
     show_notes(encoder.reading_notes(run.tokenized, sentence.text))
     reads_task = reading.trained and not encoder.reads_sentence

@@ -28,7 +28,13 @@ from components.ui.glossary import glossary_button
 from components.ui.inputs import LANGUAGE_KEY, PRESENT_KEY, parse_choice
 from components.ui.linked import begin_drawn_controls
 from components.ui.pass_ahead import ask_pass_ahead, keep_pass_ahead_for
-from components.ui.sentence import PAUSE_READER, SENTENCE_KEY, sentence_box, show_notes
+from components.ui.sentence import (
+    PAUSE_READER,
+    SENTENCE_KEY,
+    sentence_box,
+    show_notes,
+    stopped_on_purpose,
+)
 from components.ui.streamlit_patches import started_as_a_legacy_page
 from components.ui.tour import begin_tour
 from components.ui.tour_panel import finish_tour
@@ -223,6 +229,7 @@ def begin_run() -> Run:
 def run_app() -> None:
     this_run = begin_run()
     begin_drawn_controls()
+    stopped_on_purpose()  # forgotten from this thread's last run
     ask_pass_ahead()
     # A legacy page's run: app.py as that folder's main page, or a lesson file on its own
     # (see the module's docstring; components/ui/streamlit_patches.py says how it is known).
@@ -271,7 +278,8 @@ def run_app() -> None:
                 completed = True
             finally:  # also when the page stopped early (an empty sentence): the tour stays
                 finish_tour(tour_panel)
-                if completed:  # a run cut short shows less than its page does
+                # A run cut short by a newer one has shown less than its page does.
+                if completed or stopped_on_purpose():
                     follow.after_lesson(page.url_path)
                 fill_class_panel(class_place)
         # Drawn: what the sentence box's pause is read with can come in now (sentence.py).
@@ -285,6 +293,7 @@ def run_app() -> None:
         # Visitors get a plain message and keep their sentence; the details go to the log.
         logging.getLogger("seqlens").exception("page %s failed", page.url_path)
         st.error(t("app.error"))
+        follow.shown_taken_view()
     finally:
         _run.inside = False
 

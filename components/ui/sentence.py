@@ -150,13 +150,30 @@ def current_sentence() -> PreparedText:
     return kept[1]
 
 
+# Whether this run's page ended where it meant to (st.stop through stop_page): a run
+# that ends so has drawn what it had to, unlike one cut short by a newer run.
+_stopped = threading.local()
+
+
+def stop_page() -> None:
+    """End the page here, on purpose (st.stop)."""
+    _stopped.now = True
+    st.stop()
+
+
+def stopped_on_purpose() -> bool:
+    """Whether this run's page called stop_page; asking forgets it."""
+    stopped, _stopped.now = getattr(_stopped, "now", False), False
+    return stopped
+
+
 def sentence_or_stop() -> PreparedText:
     """The shared sentence, with a note for whatever cleaning changed; an empty one ends
     the page here, under the message that asks for a sentence."""
     sentence = current_sentence()
     show_notes(sentence.notes)
     if sentence.is_empty:
-        st.stop()
+        stop_page()
     return sentence
 
 

@@ -33,6 +33,10 @@ from components.ui.tour import mark_step_set
 _FRAME_KEYS = (LANGUAGE_KEY, SENTENCE_KEY, TOUR_KEY, STEP_KEY)
 FOLLOWING_KEY = "_class_following"
 APPLIED_KEY = "_class_view_applied"
+# The view taken in a run that has not ended yet: applied once the run has drawn it. A run
+# cut short (a newer request took its place) leaves it unapplied, so the student's pulse
+# asks for the page again instead of leaving it half drawn.
+_TAKING_KEY = "_class_view_taking"
 _SEEN_KEY = "_class_link_seen"
 _PUBLISHED_KEY = "_class_published"
 _ENDED_KEY = "_class_ended"
@@ -124,7 +128,7 @@ def take_teachers_view() -> str | None:
     _take_language_and_sentence(view.params)
     _take_tour_step(view.params)
     _take_controls(view.params)
-    st.session_state[APPLIED_KEY] = view.version
+    st.session_state[_TAKING_KEY] = view.version
     st.session_state.pop(_SEEN_KEY, None)
     return view.page
 
@@ -158,9 +162,18 @@ def _publish(page_path: str) -> None:
     st.session_state[_PUBLISHED_KEY] = shown
 
 
+def shown_taken_view() -> None:
+    """The view this run took counts as shown: the run drew it, or failed (another run
+    would fail again)."""
+    taken = st.session_state.pop(_TAKING_KEY, None)
+    if taken is not None:
+        st.session_state[APPLIED_KEY] = taken
+
+
 def after_lesson(page_path: str) -> None:
-    """After the lesson ran: the teacher's view goes to the room; a student who changed
-    anything since the last run stops following."""
+    """After the lesson ran to its end: the teacher's view goes to the room; a student's
+    page has shown the view it took; a student who changed anything since the last run
+    stops following."""
     now = place()
     if now is None:
         return
@@ -170,6 +183,7 @@ def after_lesson(page_path: str) -> None:
     st.session_state[_DRAWN_KEY] = tuple(drawn_controls())
     if not following():
         return
+    shown_taken_view()
     seen = shown_view(page_path)
     before = st.session_state.get(_SEEN_KEY)
     if before is not None and before != seen:

@@ -8,6 +8,7 @@ TEACHER_PULSE_S. Everything else is drawn with the page's run.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
@@ -28,6 +29,9 @@ from components.ui.inputs import LANGUAGE_KEY, ROOM_KEY
 PULSE_S = 0.5
 TEACHER_PULSE_S = 1.0
 _CODE_BOX = "_class_code_box"
+# Whether the student's fragment is being drawn by the page's run, not by its own timer.
+_in_page_run = threading.local()
+
 _NOTE_KEY = "_class_note"
 _LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
 _ROOM_BOX = "class_room"
@@ -171,7 +175,10 @@ def _student_now() -> None:
     except RoomError:
         st.caption(t("class.unreachable"))
         return
-    if following and pulse.view_version not in (0, st.session_state.get(follow.APPLIED_KEY)):
+    # On its own timer (not inside the page's run, which draws the view it took): a view
+    # newer than the page shows, or one a run took but was cut short before drawing.
+    shown = (0, st.session_state.get(follow.APPLIED_KEY))
+    if following and not getattr(_in_page_run, "now", False) and pulse.view_version not in shown:
         st.rerun(scope="app")
     if following:
         st.caption(t("class.following", code=spaced(now.code)))
@@ -212,4 +219,8 @@ def fill_class_panel(reserved) -> None:
     elif now.teaching:
         teacher_panel(where, presenting)
     else:
-        student_panel(where)
+        _in_page_run.now = True
+        try:
+            student_panel(where)
+        finally:
+            _in_page_run.now = False

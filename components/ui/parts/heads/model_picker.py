@@ -33,7 +33,7 @@ from components.ui.runs.shared import (
     previous_char_head,
     trained_stem,
 )
-from components.ui.sentence import current_sentence
+from components.ui.sentence import current_sentence, stop_page
 from components.ui.visitor_links import visitor_id
 from models.analysis import trained_sources as ts
 from models.serving.catalog import SHIPPED_KEY
@@ -171,7 +171,7 @@ def load_or_stop(key: str):
     except Exception:  # noqa: BLE001  (broken files: say so; the log keeps the details)
         logging.getLogger(__name__).exception("model %s failed to load", key)
         st.error(t("heads.load_failed"))
-    st.stop()
+    stop_page()
 
 
 def model_name(key: str) -> str:
