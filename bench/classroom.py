@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from bench.live import LiveTab, Seen
 from bench.server import active_sessions, cache_bytes
+from bench.wire import run_async
 
 STUDENTS = 60
 CHANGES = 20
@@ -315,10 +316,10 @@ def settle(srv, limit: float) -> int | None:
 
 def measure_room(srv, students: int = STUDENTS, changes: int = CHANGES) -> RoomResult:
     """Warm-up, RSS, the room, RSS again, on a server already started (bench/server.py)."""
-    warm_errors = asyncio.run(warm_up(srv.port, students + 1))
+    warm_errors = run_async(warm_up(srv.port, students + 1))
     settle(srv, float("inf"))
     rss_before, outside_before = srv.rss(), outside_caches(srv)
-    result = asyncio.run(class_room(srv.port, students, changes))
+    result = run_async(class_room(srv.port, students, changes))
     result.errors = [*(f"warm-up: {e}" for e in warm_errors), *result.errors]
     result.rss_before, result.outside_caches_before = rss_before, outside_before
     result.sessions_after = settle(srv, (rss_before or 0) * 1.10)
@@ -339,7 +340,7 @@ def measure(students: int = STUDENTS, changes: int = CHANGES, guessers: int = 10
     with Server(log_path=RESULTS_DIR / "streamlit-room-guessing.log") as srv:
         srv.wait_healthy()
         log(f"{guessers} sessions guess room codes")
-        guesses = asyncio.run(guess_rate(srv.port, guessers))
+        guesses = run_async(guess_rate(srv.port, guessers))
     return room, guesses
 
 

@@ -8,12 +8,11 @@ class box; the limit asserted, 2.5 a second, leaves a margin for the clock.
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from bench.guessing import guess_rate, open_home, type_code, wrong_codes
 from bench.live import LiveTab
+from bench.wire import run_async
 from components.classroom.codes import spaced
 from components.i18n import t
 from components.ui.classroom.store import MAX_JOIN_TRIES
@@ -31,7 +30,7 @@ def server(running_server):
 
 
 def test_wrong_codes_from_ten_sessions_are_answered_at_most_two_and_a_half_a_second(server):
-    result = asyncio.run(guess_rate(server.port, GUESSERS, GUESSING_S))
+    result = run_async(guess_rate(server.port, GUESSERS, GUESSING_S))
     assert not result.errors, result.errors[:5]
     assert result.answered >= 5, f"only {result.answered} wrong codes answered"
     assert result.per_s <= 2.5, f"{result.per_s:.2f} wrong codes answered per second"
@@ -56,7 +55,7 @@ async def _refused_after_the_tries(port: int) -> tuple[list, object, str]:
 
 
 def test_a_session_is_refused_even_the_right_code_after_eight_wrong_ones(server):
-    wrong, right, code = asyncio.run(_refused_after_the_tries(server.port))
+    wrong, right, code = run_async(_refused_after_the_tries(server.port))
     assert MAX_JOIN_TRIES == 8
     assert all(run is not None for run in wrong)
     assert all(any(t("class.no_room") in body for _, body in run.alerts) for run in wrong[:-1])
