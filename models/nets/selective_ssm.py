@@ -132,16 +132,15 @@ def _recur_parallel(decay: torch.Tensor, drive: torch.Tensor) -> torch.Tensor:
     the steps max(0, t − 2^(k+1) + 1) … t, with (a1, b1)∘(a2, b2) = (a1·a2, a2·b1 + b2) (the
     earlier step first); after ⌈log2 T⌉ levels that is every step from 0, and b is h_t."""
     a, b = decay, drive
-    for level in range(scan_levels(drive.shape[-3])):
+    levels = scan_levels(drive.shape[-3])
+    for level in range(levels):
         d = 1 << level
         # The first d positions already hold everything before them; every later one takes in
         # the pair d places back. New tensors, not writes in place: autograd needs the old ones.
-        a, b = (
-            torch.cat((a[..., :d, :, :], a[..., :-d, :, :] * a[..., d:, :, :]), dim=-3),
-            torch.cat(
-                (b[..., :d, :, :], a[..., d:, :, :] * b[..., :-d, :, :] + b[..., d:, :, :]), dim=-3
-            ),
-        )
+        later = torch.addcmul(b[..., d:, :, :], a[..., d:, :, :], b[..., :-d, :, :])
+        b = torch.cat((b[..., :d, :, :], later), dim=-3)
+        if level + 1 < levels:  # the last level's products of decays would go unread
+            a = torch.cat((a[..., :d, :, :], a[..., :-d, :, :] * a[..., d:, :, :]), dim=-3)
     return b
 
 
