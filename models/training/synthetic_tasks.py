@@ -43,6 +43,7 @@ def _symbols(n: int) -> tuple[str, ...]:
 
 
 BLANK, RECALL = "·", "?"
+MIXER_STACKS = ("ssm", "linear")  # the kinds of models/nets/mixer_stacks.py
 
 
 @dataclass(frozen=True)
@@ -100,9 +101,9 @@ class SelectiveCopy(Task):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", "selective_copy")
-        object.__setattr__(self, "models", (*RECURRENT, "transformer", "ssm", "linear"))
-        if not 1 <= self.n_copy <= self.length <= 200:
-            raise ValueError("need 1 ≤ n_copy ≤ length ≤ 200")
+        object.__setattr__(self, "models", (*RECURRENT, "transformer", *MIXER_STACKS))
+        if not 1 <= self.n_copy <= self.length <= 1000:
+            raise ValueError("need 1 ≤ n_copy ≤ length ≤ 1000")
         if self.n_symbols < 2:
             raise ValueError("need at least 2 symbols")
 
@@ -236,7 +237,7 @@ class Induction(Task):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", "induction")
-        object.__setattr__(self, "models", ("transformer", *RECURRENT))
+        object.__setattr__(self, "models", ("transformer", *RECURRENT, *MIXER_STACKS))
         if not 2 <= self.min_repeat <= self.max_repeat < self.n_symbols:
             raise ValueError("need 2 ≤ min_repeat ≤ max_repeat < n_symbols")
         if 2 * self.max_repeat > self.length:

@@ -105,7 +105,7 @@ def test_every_symbol_is_drawn_about_equally_often():
 
 
 @pytest.mark.parametrize(
-    "settings", [{"n_copy": 0}, {"n_copy": 9, "length": 8}, {"length": 201}, {"n_symbols": 1}]
+    "settings", [{"n_copy": 0}, {"n_copy": 9, "length": 8}, {"length": 1001}, {"n_symbols": 1}]
 )
 def test_settings_that_make_no_task_are_refused(settings):
     with pytest.raises(ValueError):
