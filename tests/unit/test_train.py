@@ -99,6 +99,22 @@ def test_every_model_the_lab_offers_for_a_task_has_a_recipe(name):
             assert recipe.positional == "none"
 
 
+def test_the_lab_names_every_task_and_kind_in_both_languages():
+    from components.i18n import LANGUAGES, strings
+    from models.nets.task_models import KINDS, LABELS
+
+    for language in LANGUAGES:
+        shown = strings(language)
+        for name in TASKS:
+            assert shown[f"training.task.{name}"] and shown[f"training.about.{name}"]
+        for kind in KINDS:
+            assert shown[f"training.model.{kind}"]
+    assert {k: strings("en")[f"training.model.{k}"] for k in KINDS} == LABELS
+    assert strings("zh")["training.model.ssm"] == "选择性状态空间模型"
+    assert strings("zh")["training.model.linear"] == "线性注意力"
+    assert strings("zh")["training.task.selective_copy"] == "选择性复制"
+
+
 def test_on_step_can_stop_a_run():
     seen = []
     trainer = train(
