@@ -6,10 +6,11 @@ what a training step and a generated token cost it at two lengths.
 - accuracy: held-out accuracy of every shipped checkpoint on selective copying and on
   induction (models/training/train.py makes them; None where a kind ships none);
 - seconds per training step: one step of the kind's own recipe (its size, batch and
-  learning rate) on selective copying at each length;
+  learning rate) on selective copying with `length` blanks and symbols before its markers;
 - seconds per generated token after `length` tokens, two ways: reading the whole prefix
-  again (every kind can), and one step from what was kept of the prefix, where the code
-  has such a step: a recurrent cell's state, the Transformer's KV cache
+  again, as `SequenceModel.predict` does (every kind can; the LSTM by torch's fused kernel,
+  the others by their own code), and one step from what was kept of the prefix where the
+  code has such a step: a recurrent cell's state, the Transformer's KV cache
   (models/analysis/kv_cache.py). None for the state-space and linear-attention stacks:
   their layers run a whole sequence per call and take no state in.
 
