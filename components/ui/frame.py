@@ -263,7 +263,7 @@ def run_app() -> None:
     heading.caption(t("app.tagline"))
     if not password_passed():
         return
-    class_place = class_panel(st.sidebar, st.container(), present)
+    class_place = class_panel(present)
     sentence_box(page.url_path)
     tour_panel = begin_tour(page.url_path, present)
     format_choices()

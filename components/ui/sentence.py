@@ -138,11 +138,17 @@ def sentence_box(lesson: str = "") -> None:
 _PREPARED_KEY = "_prepared_sentence"
 
 
-def current_sentence() -> PreparedText:
-    # Before the box is drawn in a new session (the frame's pass ahead), the default.
+def raw_sentence() -> str:
+    """The box's text as typed; before the box is drawn in a new session (the frame's pass
+    ahead), the default."""
     raw = st.session_state.get(SENTENCE_KEY)
     if raw is None:
         raw = st.session_state.get(_DEFAULT_SHOWN) or default_sentence()
+    return str(raw)
+
+
+def current_sentence() -> PreparedText:
+    raw = raw_sentence()
     kept = st.session_state.get(_PREPARED_KEY)
     if kept is None or kept[0] != raw:
         kept = (raw, prepare_sentence(raw))

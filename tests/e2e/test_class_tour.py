@@ -91,7 +91,9 @@ def test_the_class_tour_followed_through_three_steps_on_a_fresh_server(fresh_app
     assert b"tr_ngram_next" not in before, "the held-back chart reached the browser"
     assert t("tour.right", given="").split(":")[0].encode() not in before
 
-    options = _panel(page).locator('[role="radiogroup"] label').all_inner_texts()
+    labels = _panel(page).locator('[role="radiogroup"] label')
+    expect(labels.nth(1)).to_be_visible()  # the question's options drawn, not only its title
+    options = labels.all_inner_texts()
     assert len(options) >= 2, options
     _choose(page, options[0])
     answer = _revealed_answer(page)

@@ -21,12 +21,12 @@ import streamlit as st
 
 from components.classroom.rooms import RoomError, RoomGone
 from components.i18n import current_language, normalise_language
-from components.lessons import LESSONS
+from components.lessons import lesson_named
 from components.tours.schema import STEP_KEY, TOUR_KEY
 from components.ui.classroom.store import Unreachable, asked, leave, place
 from components.ui.inputs import LANGUAGE_KEY, PRESENT_KEY, ROOM_KEY
 from components.ui.linked import drawn_controls, hand_over_link_values
-from components.ui.sentence import SENTENCE_KEY, default_sentence
+from components.ui.sentence import SENTENCE_KEY, default_sentence, raw_sentence
 from components.ui.tour import mark_step_set
 
 # Link keys the frame sets itself; every other key is a part's or a control's.
@@ -43,16 +43,11 @@ _ENDED_KEY = "_class_ended"
 _DRAWN_KEY = "_class_drawn"  # a student's: the linked controls their last run drew
 
 
-def _sentence_shown() -> str:
-    raw = st.session_state.get(SENTENCE_KEY)
-    return default_sentence() if raw is None else str(raw)
-
-
 def shown_view(page_path: str) -> tuple[str, dict[str, list[str]]]:
     """What this page shows, as a link would say it: the lesson, the language, the sentence,
     the tour step, and every linked control not at its default. Read from the run itself,
     not from the address bar (which Streamlit learns only with the next run)."""
-    params = {LANGUAGE_KEY: [current_language()], SENTENCE_KEY: [_sentence_shown()]}
+    params = {LANGUAGE_KEY: [current_language()], SENTENCE_KEY: [raw_sentence()]}
     for key in (TOUR_KEY, STEP_KEY):
         if key in st.query_params:
             params[key] = st.query_params.get_all(key)
@@ -81,13 +76,12 @@ def lost_room() -> None:
     leave()
 
 
-def _take_language_and_sentence(params: dict[str, list[str]]) -> str:
+def _take_language_and_sentence(params: dict[str, list[str]]) -> None:
     raws = params.get(LANGUAGE_KEY)
     language = normalise_language(raws[-1] if raws else None)
     st.session_state[LANGUAGE_KEY] = language
     sentence = params.get(SENTENCE_KEY)
     st.session_state[SENTENCE_KEY] = sentence[-1] if sentence else default_sentence(language)
-    return language
 
 
 def _take_tour_step(params: dict[str, list[str]]) -> None:
@@ -137,8 +131,10 @@ def switch_to_teachers_page(teachers_page: str | None, page) -> None:
     """Once the menu is known: open the teacher's lesson, when this run is on another."""
     if teachers_page is None or teachers_page == page.url_path:
         return
-    files = {lesson.url_path: lesson.file for lesson in LESSONS}
-    target = files.get(teachers_page, "pages/home.py")
+    try:
+        target = lesson_named(teachers_page).file
+    except KeyError:  # the home page, which is no lesson
+        target = "pages/home.py"
     # The parameters no control is bound to; the sentence and the controls keep what the
     # session holds for them (taken above) across the switch, as a tour step's do.
     carried = (TOUR_KEY, STEP_KEY, PRESENT_KEY, ROOM_KEY)

@@ -199,16 +199,15 @@ def student_panel(where) -> None:
         st.button(t("class.leave"), key="class_leave", on_click=store.leave, type="tertiary")
 
 
-def class_panel(sidebar, main, presenting: bool):
+def class_panel(presenting: bool):
     """Where the class's panel of this session goes (the teacher's, a student's, or the join
-    box), reserved before the lesson and filled after it (`fill_class_panel`): a student
-    who changed something in this run is then shown as no longer following."""
+    box), reserved here, above the lesson, and filled after it (`fill_class_panel`): a
+    student who changed something in this run is then shown as no longer following. Only a
+    panel for the main area takes a place there."""
     now = store.place()
-    if now is None:
-        return sidebar.container(), presenting
-    if now.teaching:
-        return (main if presenting else sidebar).container(), presenting
-    return main.container(), presenting
+    if now is None or (now.teaching and not presenting):
+        return st.sidebar.container(), presenting
+    return st.container(), presenting
 
 
 def fill_class_panel(reserved) -> None:

@@ -5,6 +5,7 @@ answer, and each student's screen then says whether they were right."""
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 
 import streamlit as st
 
@@ -17,6 +18,7 @@ from components.ui.classroom.store import Place, asked, place
 
 _RIGHT_KEY = "_class_right"  # the teacher's: the right option of the question asked
 _FORM_TEXT, _FORM_OPTIONS, _FORM_RIGHT = "_class_q_text", "_class_q_options", "_class_q_right"
+_ASK_FAILED_KEY = "_class_ask_failed"  # the teacher's: a question refused, said once
 _SENT_KEY = "_class_answer_sent"  # a student's: (question id, option) last sent
 # A question typed by the teacher: escaped, at most twice as long, within the room's bound.
 _OWN_CHARS = MAX_QUESTION_CHARS // 2
@@ -27,7 +29,7 @@ def _ask(text: str, options, right: int) -> None:
     try:
         asked("ask", now.code, now.key, text, list(options), right)
     except RoomError:
-        st.session_state["_class_ask_failed"] = True
+        st.session_state[_ASK_FAILED_KEY] = True
         return
     st.session_state[_RIGHT_KEY] = right
 
@@ -53,7 +55,7 @@ def _ask_own() -> None:
     options = [o.strip()[:MAX_OPTION_CHARS] for o in lines if o.strip()][:MAX_OPTIONS]
     right = int(st.session_state.get(_FORM_RIGHT) or 1) - 1
     if not text or len(options) < 2 or not 0 <= right < len(options):
-        st.session_state["_class_ask_failed"] = True
+        st.session_state[_ASK_FAILED_KEY] = True
         return
     _ask(text, options, right)
 
@@ -71,7 +73,7 @@ def quick_question_form() -> None:
             t("class.question_right"), min_value=1, max_value=MAX_OPTIONS, key=_FORM_RIGHT
         )
         st.form_submit_button(t("class.ask"), on_click=_ask_own, type="primary")
-    if st.session_state.pop("_class_ask_failed", False):
+    if st.session_state.pop(_ASK_FAILED_KEY, False):
         st.warning(t("class.ask_refused"))
 
 
@@ -126,6 +128,11 @@ def _send(now: Place, question_id: int, key: str) -> None:
     st.session_state[_SENT_KEY] = (question_id, option)
 
 
+def _escaped_option(options: tuple[str, ...], index: int) -> str:
+    # A function of this module, not a closure: the session keeps a control's format_func.
+    return markdown_literal(options[index])
+
+
 def answer_as_student(now: Place) -> None:
     """The room's question on a student's screen: answer (again) until the reveal, then
     whether the answer was right."""
@@ -142,7 +149,7 @@ def answer_as_student(now: Place) -> None:
         range(len(options)),
         index=None,  # then the radio keeps the student's choice itself, run after run
         key=key,
-        format_func=lambda i: markdown_literal(options[i]),
+        format_func=partial(_escaped_option, options),
         disabled=question.revealed,
         on_change=_send,
         args=(now, question.id, key),
