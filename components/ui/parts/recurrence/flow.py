@@ -22,7 +22,7 @@ from components.summaries import number
 from components.ui.charts import show_chart
 from components.ui.parts.recurrence.reading import Reading
 from components.ui.parts.recurrence.selective import delta_scale
-from components.ui.runs import recurrence_state as runs
+from components.ui.runs import recurrence as runs
 
 # The runs' names for this lesson's two layers; the others are named as drawn.
 NEW_LAYERS = (runs.SSM, runs.LINEAR_ATTENTION)

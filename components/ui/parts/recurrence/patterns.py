@@ -20,7 +20,7 @@ from components.ui.charts import load_grid_charts, show_chart
 from components.ui.linked import linked_selectbox, linked_slider
 from components.ui.parts.recurrence.reading import Reading
 from components.ui.parts.recurrence.two_ways import head_name
-from components.ui.runs import recurrence_forms as forms
+from components.ui.runs import recurrence as runs
 from models.analysis.attention_stats import entropy_bits, strongest_link
 from models.analysis.recurrence_cost import decay_reach
 
@@ -40,7 +40,7 @@ def _controls(n_heads: int) -> tuple[int, float]:
         key="rr_head",
         format_func=head_name,
     )
-    default = forms.retnet_gammas()[head]
+    default = runs.retnet_gammas()[head]
     # Another head starts again from its own RetNet γ; a link's γ is kept on arrival.
     if st.session_state.get(_GAMMA_HEAD, head) != head:
         st.session_state["rr_gamma"] = default
@@ -137,8 +137,8 @@ def draw(read: Reading) -> None:
     n_heads = read.q.shape[0]
     head, gamma = _controls(n_heads)
     softmax = read.softmax_pattern[head]
-    linear = forms.linear_patterns(read.ids)[head]
-    retained = forms.retention_pattern(read.ids, head, gamma)
+    linear = runs.linear_patterns(read.ids)[head]
+    retained = runs.retention_pattern(read.ids, head, gamma)
     retention, decay = retained["pattern"], retained["decay"]
     m = _measures(softmax, linear, retention, gamma)
     load_grid_charts()

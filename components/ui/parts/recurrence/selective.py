@@ -27,7 +27,7 @@ from components.summaries import number
 from components.ui.charts import load_grid_charts, show_chart
 from components.ui.linked import linked_slider
 from components.ui.parts.recurrence.reading import Reading
-from components.ui.runs import recurrence_state as runs
+from components.ui.runs import recurrence as runs
 from models.analysis.recurrence_flow import DELTA_SCALE_RANGE
 
 # The Δ factor's control: its log10, so that ×0.1 … ×10 are evenly spaced. Its key is its

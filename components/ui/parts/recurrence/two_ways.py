@@ -14,7 +14,6 @@ from components.ui.charts import load_grid_charts, show_chart
 from components.ui.linked import linked_selectbox, linked_slider
 from components.ui.parts.recurrence.reading import Reading
 from components.ui.runs import recurrence as runs
-from components.ui.runs import recurrence_forms as forms
 from models.analysis import recurrence_cost as rc
 
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
@@ -189,7 +188,7 @@ def _state_measured(run: dict, at: dict, n: int) -> None:
 
 def _times(n: int) -> dict[int, dict]:
     with st.spinner(t("recurrence.two_ways.measuring")):
-        return {length: forms.per_token_times(length) for length in sorted({n, rc.LONG_LENGTH})}
+        return {length: runs.per_token_times(length) for length in sorted({n, rc.LONG_LENGTH})}
 
 
 def _time_chart(times: dict[int, dict]) -> None:
@@ -266,7 +265,7 @@ def draw(read: Reading) -> None:
     st.subheader(t("recurrence.two_ways.title"))
     st.caption(t("recurrence.two_ways.lead"))
     head, chunk = _controls(cfg.n_heads)
-    run = forms.two_ways(read.ids, chunk)
+    run = runs.two_ways(read.ids, chunk)
     _metrics(run, chunk)
     load_grid_charts()
     _outputs(run, read, head, chunk)
