@@ -10,9 +10,8 @@ GRU's and the Transformer's.
 Shared layers stay untouched: gradients come from `torch.autograd.grad` with respect to a copy
 of X made in the call, never parameters; no hooks, no `.backward()`, nothing stored on a module.
 
-The SSM is also run here with its step sizes Δ multiplied by a factor (`ssm_forward`): the
-layer's own weights and `selective_scan_sequential`, with Δ scaled between the selection and
-the scan. The layer offers no such argument, and a shared module is never changed to get one.
+The SSM is also run here with its step sizes Δ multiplied by a factor (`ssm_forward`), an
+argument of the layer's call (SelectiveSSM.trace_tensors): a shared module is never changed.
 """
 
 from __future__ import annotations
@@ -21,11 +20,10 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from models.nets.linear_attention import LinearAttentionLayer
 from models.nets.recurrent import readout
-from models.nets.selective_ssm import SelectiveSSM, selective_scan_sequential
+from models.nets.selective_ssm import SelectiveSSM
 
 # How far the Δ factor may go: beyond ×10 nearly every state is emptied at every step
 # (exp(Δ A) ≈ 0 for Δ ≈ 1), below ×0.1 the state hardly moves over a sentence.
@@ -77,56 +75,24 @@ def output_gradient_flow(
 # --- the selective SSM, its Δ scaled ------------------------------------------------------
 
 
-def ssm_selection(
-    layer: SelectiveSSM, u: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(Δ, B, C) `[pos, d_inner]`, `[pos, d_state]`, `[pos, d_state]` from the layer's own
-    weights: Δ = softplus(u W_Δ + b_Δ), B = u W_B, C = u W_C; constants when the layer is
-    not selective (Δ = softplus(b_Δ), B_fixed, C_fixed on every step)."""
-    dtype = u.dtype
-    b_delta = layer.b_delta.to(dtype)
-    if layer.cfg.selective:
-        delta = F.softplus(u @ layer.W_delta.to(dtype) + b_delta)
-        return delta, u @ layer.W_B.to(dtype), u @ layer.W_C.to(dtype)
-    n_pos, n_state = u.shape[0], layer.cfg.d_state
-    delta = F.softplus(b_delta).expand(u.shape)
-    B = layer.B_fixed.to(dtype).expand(n_pos, n_state)
-    return delta, B, layer.C_fixed.to(dtype).expand(n_pos, n_state)
-
-
 def ssm_forward(layer: SelectiveSSM, X: torch.Tensor, delta_scale: float = 1.0) -> dict:
-    """The layer on `X [pos, d_model]` with every Δ_t multiplied by `delta_scale`, in X's
-    dtype: a fresh dict of tensors under the layer's trace names (`ssm_u`, `ssm_delta` (the
-    scaled Δ), `ssm_B`, `ssm_C`, `ssm_h`, `ssm_y`, `ssm_out`, `ssm_decay`), differentiable
-    in X. At `delta_scale=1` the layer's own forward, to rounding."""
-    scale = _check_scale(delta_scale)
+    """The layer on `X [pos, d_model]` by its loop over time, with every Δ_t multiplied by
+    `delta_scale` (within DELTA_SCALE_RANGE), in X's dtype: a fresh dict of tensors under the
+    layer's trace names (`ssm_delta` the scaled Δ), differentiable in X."""
+    return layer.trace_tensors(X, "sequential", _checked_scale(layer, X, delta_scale))
+
+
+def _checked_scale(layer: SelectiveSSM, X: torch.Tensor, delta_scale: float) -> float:
     if X.ndim != 2 or X.shape[-1] != layer.cfg.d_model:
         raise ValueError(f"X must be [pos, {layer.cfg.d_model}]")
-    dtype = X.dtype
-    u = X @ layer.W_in.to(dtype)
-    delta, B, C = ssm_selection(layer, u)
-    delta = delta * scale
-    A = layer.state_matrix(dtype)
-    y, h = selective_scan_sequential(u, delta, A, B, C, layer.D.to(dtype))
-    return {
-        "ssm_u": u,
-        "ssm_delta": delta,
-        "ssm_B": B,
-        "ssm_C": C,
-        "ssm_h": h,
-        "ssm_y": y,
-        "ssm_out": y @ layer.W_out.to(dtype),
-        # exp(Δ_t A) averaged over the state: the share of h_{t−1} each channel keeps.
-        "ssm_decay": torch.exp(delta[..., None] * A).mean(dim=-1),
-    }
+    return _check_scale(delta_scale)
 
 
 def ssm_trace(layer: SelectiveSSM, X: torch.Tensor, delta_scale: float = 1.0) -> dict:
     """`ssm_forward` without gradients, as fresh float32 numpy arrays (the layer's trace
     names, docs/DESIGN.md, Glossary, "Selective state space")."""
-    with torch.no_grad():
-        trace = ssm_forward(layer, X, delta_scale)
-    return {name: value.to(torch.float32).numpy().copy() for name, value in trace.items()}
+    scale = _checked_scale(layer, X, delta_scale)
+    return layer.run_with_cache(X, "sequential", delta_scale=scale)[1]
 
 
 def state_norms(h: np.ndarray) -> np.ndarray:
