@@ -112,7 +112,12 @@ def test_training_steps_and_token_times_are_read_at_the_lengths_drawn():
         13: {"linear_attention_step_s": 1e-5},
         512: {"linear_attention_step_s": 2.5e-5, "linear_attention_parallel_s": 4e-4},
     }
-    live = Live({rp.COST: {"n": 13, "lengths": lengths, "steps": steps, "times": times}})
+    live = Live(
+        {
+            rp.STEPS: {"n": 13, "lengths": lengths, "steps": steps},
+            rp.TWO_WAYS: {"times": times},
+        }
+    )
     assert run_probe("recurrence.steps_in_a_row", live, {"form": "recurrent"}) == 13
     assert run_probe("recurrence.steps_in_a_row", live, {"form": "scan"}) == 4  # 2^4 ≥ 13
     assert run_probe("recurrence.steps_in_a_row", live, {"form": "chunkwise"}) == 4

@@ -2,12 +2,12 @@
 its parts' offers (components/ui/parts/recurrence/).
 
 "recurrence.two_ways": the sentence's length `n`, the largest |difference| of each form from
-the parallel one (`differences`: la, ret, ret_chunk, ssm) and the chunk size. "recurrence.state":
-the floats each model carries from token to token against the lengths the state chart draws
-(`lengths`, `floats`: linear_attention, retention, ssm, kv_cache). "recurrence.cost": the
-sequential steps of training against the same lengths (`steps`: recurrent, parallel, scan,
-chunkwise) and the time of one more token at the lengths timed (`times`: length → seconds
-under `<model>_<step|parallel>_s`). "recurrence.patterns": one head's patterns
+the parallel one (`differences`: la, ret, ret_chunk, ssm), the chunk size and the time of one
+more token at the lengths timed (`times`: length → seconds under `<model>_<step|parallel>_s`).
+"recurrence.state": the floats each model carries from token to token against the lengths the
+state chart draws (`lengths`, `floats`: linear_attention, retention, ssm, kv_cache).
+"recurrence.steps": the sequential steps of training against the lengths the steps chart draws
+(`steps`: recurrent, parallel, scan, chunkwise). "recurrence.patterns": one head's patterns
 `[query, key]` (softmax, linear, retention, decay) and the decay γ of the slider.
 "recurrence.selective": the Δ factor and both layers' Δ and kept fraction `[pos, channel]`.
 "recurrence.flow": every model's ‖∂L/∂X‖ by distance k = τ − t (index 0: the loss token),
@@ -24,7 +24,7 @@ from components.tours.probes import Choice, Live, Number, probe
 
 TWO_WAYS = "recurrence.two_ways"
 STATE = "recurrence.state"
-COST = "recurrence.cost"
+STEPS = "recurrence.steps"
 PATTERNS = "recurrence.patterns"
 SELECTIVE = "recurrence.selective"
 FLOW = "recurrence.flow"
@@ -93,24 +93,25 @@ def kv_over_state(live: Live, model: str = "retention", at: str | int = "longest
     return Number(float(ratio), relative=0.1)
 
 
-@probe("recurrence.steps_in_a_row", reads=(COST,))
+@probe("recurrence.steps_in_a_row", reads=(STEPS,))
 def steps_in_a_row(live: Live, form: str = "recurrent", at: str | int = "sentence") -> int:
     """Training's sequential steps of `form` at length `at`, as the steps chart draws them."""
-    cost = live.need(COST)
-    return int(np.asarray(cost["steps"][form])[_length_index(cost["lengths"], at, cost["n"])])
+    drawn = live.need(STEPS)
+    where = _length_index(drawn["lengths"], at, drawn["n"])
+    return int(np.asarray(drawn["steps"][form])[where])
 
 
-@probe("recurrence.token_time", reads=(COST,))
+@probe("recurrence.token_time", reads=(TWO_WAYS,))
 def token_time(live: Live, model: str = "linear_attention", form: str = "step") -> float:
     """µs for one more token at the longest length timed: one step from the carried state
     (`form` "step") or the parallel form recomputed over the prefix ("parallel")."""
-    times = live.need(COST)["times"]
+    times = live.need(TWO_WAYS)["times"]
     return 1e6 * float(times[max(times)][f"{model}_{form}_s"])
 
 
-@probe("recurrence.timed_length", reads=(COST,))
+@probe("recurrence.timed_length", reads=(TWO_WAYS,))
 def timed_length(live: Live) -> int:
-    return int(max(live.need(COST)["times"]))
+    return int(max(live.need(TWO_WAYS)["times"]))
 
 
 # --- attention without softmax ----------------------------------------------------------------
