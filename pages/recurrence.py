@@ -32,7 +32,11 @@ with about_col.expander(t("recurrence.about"), icon=":material/menu_book:"):
     st.caption(t("recurrence.parts_hint"))
 
 # The parts, one tab each: only the open one is drawn, so a keystroke reruns one part.
-part, tab = open_part("recurrence")
+# A link that sets a part's own control opens that part (the head is shared by ① and ②).
+part, tab = open_part(
+    "recurrence",
+    opened_by={"two_ways": ("rr_chunk",), "patterns": ("rr_gamma",), "selective": ("rr_dt_scale",)},
+)
 with tab:
     if part == "two_ways":
         two_ways.draw(read)
