@@ -23,6 +23,7 @@ from components.ui.charts import show_chart
 from components.ui.parts.recurrence.reading import Reading
 from components.ui.parts.recurrence.selective import delta_scale
 from components.ui.runs import recurrence as runs
+from components.ui.tour import held_back, offer, show_held_back
 
 # The runs' names for this lesson's two layers; the others are named as drawn.
 NEW_LAYERS = (runs.SSM, runs.LINEAR_ATTENTION)
@@ -66,6 +67,13 @@ def draw(read: Reading) -> None:
     curves = distance_curves(grads, tau)
     labels = token_labels(read.tokens)
     hover = [labels[tau - k] for k in range(tau + 1)]
+    by_model = {model: values["grad_X"][tau::-1] for model, values in result.items()}
+    names = {model: _name(model) for model in result}
+    kept = result[runs.SSM]["kept"]
+    offer("recurrence.flow", tau=tau, norms=by_model, names=names, kept=kept, scale=scale)
+    if held_back("rr_flow_distance"):  # it answers the tour step's question, and so does the text
+        show_held_back()
+        return
     show_chart(
         flow_figure(
             curves,

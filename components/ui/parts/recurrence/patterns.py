@@ -21,6 +21,7 @@ from components.ui.linked import linked_selectbox, linked_slider
 from components.ui.parts.recurrence.reading import Reading
 from components.ui.parts.recurrence.two_ways import head_name
 from components.ui.runs import recurrence as runs
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis.attention_stats import entropy_bits, strongest_link
 from models.analysis.recurrence_cost import decay_reach
 
@@ -141,6 +142,9 @@ def draw(read: Reading) -> None:
     retained = runs.retention_pattern(read.ids, head, gamma)
     retention, decay = retained["pattern"], retained["decay"]
     m = _measures(softmax, linear, retention, gamma)
+    offer("recurrence.patterns", head=head, gamma=gamma, linear=linear, retention=retention)
+    # Held back for a tour's question: the retention chart, and the numbers that say its sums.
+    hidden = held_back("rr_retention")
     load_grid_charts()
     name = head_name(head)
     softmax_col, linear_col = st.columns(2)
@@ -152,21 +156,24 @@ def draw(read: Reading) -> None:
         _pattern_chart(linear, read, t("recurrence.patterns.linear_title", head=name), "rr_linear")
     retention_col, decay_col = st.columns(2)
     with retention_col:
-        _pattern_chart(
-            retention,
-            read,
-            t("recurrence.patterns.retention_title", head=name, gamma=gamma),
-            "rr_retention",
-            signed=True,
-            summary=t(
-                "recurrence.patterns.retention_summary",
-                low=number(retention.min()),
-                high=number(retention.max()),
-                sum_low=number(m["sum_low"]),
-                sum_high=number(m["sum_high"]),
-                negative=m["negative"],
-            ),
-        )
+        if hidden:
+            show_held_back()
+        else:
+            _pattern_chart(
+                retention,
+                read,
+                t("recurrence.patterns.retention_title", head=name, gamma=gamma),
+                "rr_retention",
+                signed=True,
+                summary=t(
+                    "recurrence.patterns.retention_summary",
+                    low=number(retention.min()),
+                    high=number(retention.max()),
+                    sum_low=number(m["sum_low"]),
+                    sum_high=number(m["sum_high"]),
+                    negative=m["negative"],
+                ),
+            )
     with decay_col:
         far = len(read.tokens) - 1
         _pattern_chart(
@@ -181,6 +188,8 @@ def draw(read: Reading) -> None:
                 smallest=number(gamma**far),
             ),
         )
+    if hidden:
+        return
     _metrics(m, gamma)
     st.caption(
         t(

@@ -28,6 +28,7 @@ from components.ui.charts import load_grid_charts, show_chart
 from components.ui.linked import linked_slider
 from components.ui.parts.recurrence.reading import Reading
 from components.ui.runs import recurrence as runs
+from components.ui.tour import offer
 from models.analysis.recurrence_flow import DELTA_SCALE_RANGE
 
 # The Δ factor's control: its log10, so that ×0.1 … ×10 are evenly spaced. Its key is its
@@ -177,6 +178,7 @@ def draw(read: Reading) -> None:
     state = runs.selective_state(ids=read.ids, delta_scale=scale)
     base = state if scale == 1.0 else runs.selective_state(ids=read.ids, delta_scale=1.0)
     names = position_labels(read.tokens)  # as text: grid charts draw it, summaries quote it
+    offer("recurrence.selective", scale=scale, tokens=read.tokens, **state)
     _grids(state, names)
     _lines(state, read.tokens, names)
     spreads = {layer: spread(state[layer]["kept"]) for layer in LAYERS}

@@ -14,6 +14,7 @@ from components.ui.charts import load_grid_charts, show_chart
 from components.ui.linked import linked_selectbox, linked_slider
 from components.ui.parts.recurrence.reading import Reading
 from components.ui.runs import recurrence as runs
+from components.ui.tour import held_back, offer, show_held_back
 from models.analysis import recurrence_cost as rc
 
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
@@ -141,6 +142,10 @@ def _state_chart(run: dict, n: int, n_heads: int, d_head: int) -> dict:
         names["kv"]: floats["kv_cache"],
     }
     at = {name: int(values[lengths == n][0]) for name, values in floats.items()}
+    offer("recurrence.state", n=n, lengths=lengths, floats=floats)
+    if held_back("rr_state"):  # it answers the tour step's question
+        show_held_back()
+        return at
     show_chart(
         log_lines_figure(
             curves,
@@ -235,6 +240,7 @@ def _steps_chart(n: int, chunk: int) -> dict:
     }
     at = {name: int(values[lengths == n][0]) for name, values in steps.items()}
     last = {name: int(values[-1]) for name, values in steps.items()}
+    offer("recurrence.steps", n=n, lengths=lengths, steps=steps)
     show_chart(
         log_lines_figure(
             {labels[name]: values for name, values in steps.items()},
@@ -283,6 +289,9 @@ def draw(read: Reading) -> None:
         last = _steps_chart(n, chunk)
     long = times[rc.LONG_LENGTH]
     diffs = run["differences"]
+    offer("recurrence.two_ways", n=n, differences=diffs, chunk=chunk, times=times)
+    if held_back("rr_state"):  # the explanation quotes the KV cache at the longest length
+        return
     long_state = rc.state_floats([last["recurrent"]], cfg.n_heads, cfg.d_head, **run["ssm"])
     text_col.markdown(
         t(
