@@ -174,3 +174,15 @@ def test_in_chinese_every_text_and_chart_title_is_chinese():
 def test_presenter_mode_draws_the_part():
     at = _open(present="1")
     assert chart_keys(at) >= CHARTS
+
+
+def test_the_articles_claim_is_checked_against_the_state_the_tensors_hold():
+    at = _open()
+    expected = _expected(SENTENCE)
+    claims = next(m.value for m in at.markdown if "source articles" in m.value)
+    # Retention's state after the last token: one d_head × d_head matrix per head.
+    cfg = TransformerConfig(d_vocab=Tokenizer().vocab_size)
+    state = cfg.n_heads * cfg.d_head**2
+    assert f"retention's state is {state} floats at every length" in claims
+    assert f"L = {expected['n']}" in claims
+    assert "cannot test" in claims  # no verdict on trained quality from random weights

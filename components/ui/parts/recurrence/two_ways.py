@@ -308,3 +308,19 @@ def draw(read: Reading) -> None:
             scan_long=last["scan"],
         )
     )
+    _claims(text_col, run, times, n)
+
+
+def _claims(where, run: dict, times: dict, n: int) -> None:
+    """What the source articles say of these models, beside what this page measures."""
+    short, long = times[n], times[rc.LONG_LENGTH]
+    where.markdown(
+        t(
+            "recurrence.two_ways.claims",
+            retention=run["state_floats"]["retention"],
+            n=n,
+            long=rc.LONG_LENGTH,
+            step_short=number(1e6 * short["retention_step_s"]),
+            step_long=number(1e6 * long["retention_step_s"]),
+        )
+    )
