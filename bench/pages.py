@@ -22,18 +22,20 @@ SENTENCE_VIEWS = {"recurrent": {"rc_weights": "constructed"}, "training": {"tr_p
 # lesson with its tour open at the first step: the step's panel (text, quotes, question) is
 # filled in every rerun, so keystroke → chart is measured with a tour open too.
 TOUR_VIEWS = {"heads+tour": ("heads", {"tour": "heads", "step": "1"})}
+# The parts past a lesson's first, each measured on its own: (lesson, the part key) for every
+# lesson whose every part reads the visitor's sentence as they type.
+EVERY_PART = ("recurrence",)
 # The same tour step added to the typing tab's link (bench/keystrokes.py).
 TOUR_QUERY = urlencode(TOUR_VIEWS["heads+tour"][1])
 
 
 def pages() -> list[tuple[str, str]]:
     """(url path or view name, title): the home page (the frame alone), every lesson in
-    LESSONS, then the views of TOUR_VIEWS."""
-    from components.lessons import LESSONS
-
+    LESSONS, the other parts of the lessons in EVERY_PART, then the views of TOUR_VIEWS."""
     return (
         [("", "home (frame only)")]
-        + [(lesson.url_path, lesson.url_path) for lesson in LESSONS]
+        + [(lesson.url_path, lesson.url_path) for lesson in _lessons()]
+        + [(name, f"{path}, ?{urlencode(query)}") for name, (path, query) in _part_views().items()]
         + [
             (name, f"{path}, tour open (?{urlencode(query)})")
             for name, (path, query) in TOUR_VIEWS.items()
@@ -41,9 +43,26 @@ def pages() -> list[tuple[str, str]]:
     )
 
 
+def _lessons():
+    from components.lessons import LESSONS
+
+    return LESSONS
+
+
+def _part_views() -> dict[str, tuple[str, dict[str, str]]]:
+    """`<lesson>:<part>` → (the lesson, the link that opens the part), for EVERY_PART."""
+    return {
+        f"{lesson.url_path}:{part}": (lesson.url_path, {lesson.part_key: part})
+        for lesson in _lessons()
+        if lesson.url_path in EVERY_PART
+        for part in lesson.parts[1:]
+    }
+
+
 def _opened(page: str) -> tuple[str, dict[str, str]]:
     """The url path and the link's values a page (or a view) is opened with."""
-    return TOUR_VIEWS.get(page, (page, SENTENCE_VIEWS.get(page, {})))
+    views = {**_part_views(), **TOUR_VIEWS}
+    return views.get(page, (page, SENTENCE_VIEWS.get(page, {})))
 
 
 def tour_open(run: Rerun) -> str:

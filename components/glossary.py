@@ -12,7 +12,8 @@ from components.i18n import t
 from components.labels import markdown_literal
 
 # Every term, in the order the home page lists them: what a token is, then the road the
-# home page tells (n-grams, recurrent networks, attention, positions, masks).
+# home page tells (n-grams, recurrent networks, attention, positions, masks, the recurrences
+# that came back).
 TERMS: tuple[str, ...] = (
     "token",
     "ngram",
@@ -47,6 +48,10 @@ TERMS: tuple[str, ...] = (
     "causal_mask",
     "padding_mask",
     "kv_cache",
+    "linear_attention",
+    "retention",
+    "state_space",
+    "parallel_scan",
 )
 
 # Each lesson's terms (by its url_path), in the order the lesson meets them.
@@ -99,6 +104,18 @@ LESSON_TERMS: dict[str, tuple[str, ...]] = {
         "lstm_gate",
         "gru_gate",
         "loss",
+    ),
+    "recurrence": (
+        "token",
+        "qkv",
+        "softmax",
+        "kv_cache",
+        "hidden_state",
+        "linear_attention",
+        "retention",
+        "state_space",
+        "parallel_scan",
+        "grad_norm",
     ),
     "training": (
         "token",

@@ -2,7 +2,8 @@
 
 The order follows the road the home page tells: recurrent networks first (the n-gram
 baseline they beat is a part of the training lab), then attention (the heads), what a
-Transformer adds to it (positions, masks), and last the lab that trains them all side by side.
+Transformer adds to it (positions, masks), the recurrences that came back (linear attention,
+retention, a selective state space), and last the lab that trains them all side by side.
 
 `url_path` is the file's stem: on a fresh server Streamlit may run a deep-linked
 file alone (see components/frame.py), and it finds the file by that name.
@@ -68,6 +69,16 @@ LESSONS: tuple[Lesson, ...] = (
         "mask_part",
         ("masks", "scale", "kv", "cost"),
         "masks.part",
+    ),
+    Lesson(
+        "pages/recurrence.py",
+        "recurrence",
+        "🌀",
+        "nav.recurrence",
+        "home.recurrence",
+        "rr_part",
+        ("two_ways", "patterns", "selective", "flow"),
+        "recurrence.part",
     ),
     Lesson(
         "pages/training.py",

@@ -251,11 +251,20 @@ class SelectiveSSM(nn.Module):
         B = self.B_fixed.to(dtype).expand(*lead, n_state)
         return delta, B, self.C_fixed.to(dtype).expand(*lead, n_state)
 
-    def _run(self, X: torch.Tensor, mode: str) -> dict[str, torch.Tensor]:
+    def trace_tensors(
+        self, X: torch.Tensor, mode: str = "sequential", delta_scale: float = 1.0
+    ) -> dict[str, torch.Tensor]:
+        """The trace's tensors in X's dtype, differentiable in X (`run_with_cache`'s names).
+        `delta_scale` multiplies every step size Δ_t after the selection, as an argument of
+        this call: the shared layer is never changed to get another Δ."""
         self._check_input(X, mode)
+        if not (math.isfinite(delta_scale) and delta_scale > 0):
+            raise ValueError(f"delta_scale must be a positive number, got {delta_scale!r}")
         dtype = X.dtype
         u = X @ self.W_in.to(dtype)
         delta, B, C = self._selection(u)
+        if delta_scale != 1.0:
+            delta = delta * delta_scale
         A = self.state_matrix(dtype)
         decay, drive = _discretize(u, delta, A, B)
         h = _RECUR[mode](decay, drive)
@@ -274,16 +283,16 @@ class SelectiveSSM(nn.Module):
     def forward(self, X: torch.Tensor, mode: str = "parallel") -> torch.Tensor:
         """`out [..., pos, d_model]` for `X [pos, d_model]` or `[batch, pos, d_model]`, in X's
         dtype, by the parallel scan or the loop over time."""
-        return self._run(X, mode)["ssm_out"]
+        return self.trace_tensors(X, mode)["ssm_out"]
 
     def run_with_cache(
-        self, X: torch.Tensor, mode: str = "sequential"
+        self, X: torch.Tensor, mode: str = "sequential", delta_scale: float = 1.0
     ) -> tuple[torch.Tensor, dict[str, np.ndarray]]:
         """`out` and a fresh dict of float32 numpy arrays (no gradients): `ssm_u`, `ssm_delta`,
         `ssm_B`, `ssm_C`, `ssm_h`, `ssm_y`, `ssm_out`, `ssm_decay` (X's batch axis first, if
-        any)."""
+        any), every Δ multiplied by `delta_scale` (`trace_tensors`)."""
         with torch.no_grad():
-            trace = self._run(X, mode)
+            trace = self.trace_tensors(X, mode, delta_scale)
         return trace["ssm_out"], {
             name: value.to(torch.float32).numpy().copy() for name, value in trace.items()
         }

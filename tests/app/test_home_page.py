@@ -269,6 +269,7 @@ def test_a_lesson_without_a_tour_offers_only_the_lesson(sample_tours):
         ("heads", "heads"),
         ("positional", ""),
         ("masks", ""),
+        ("recurrence", ""),
         ("training", ""),
     ]
 
@@ -310,7 +311,7 @@ def test_without_tour_files_the_page_still_offers_every_lesson(tmp_path, monkeyp
 
 # --- the road: the menu, the lesson list and the stage cards in one order -------------------
 
-ROAD = ["recurrent", "heads", "positional", "masks", "training"]
+ROAD = ["recurrent", "heads", "positional", "masks", "recurrence", "training"]
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])

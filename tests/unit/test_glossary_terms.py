@@ -77,6 +77,10 @@ IN_TEXT = {
     "ngram": "n-gram",
     "loss": "loss",
     "perplexity": "perplexity",
+    "linear_attention": "linear attention",
+    "retention": "retention",
+    "state_space": "state space",
+    "parallel_scan": "scan",
 }
 
 

@@ -100,6 +100,7 @@ from components.tours.probes import (  # noqa: E402,F401
     heads,
     masks,
     positional,
+    recurrence,
     recurrent,
     training,
 )

@@ -1,0 +1,1 @@
+"""The figures of the lesson "Recurrence returns"."""

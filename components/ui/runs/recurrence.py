@@ -1,0 +1,267 @@
+"""The cached runs of the lesson "Recurrence returns" (Streamlit glue): the first block's
+inputs of the visitor's sentence, which every model here reads; linear attention, retention
+and the selective SSM on them, each by its forms, and their costs; the selective SSM and its
+time-invariant twin with Δ scaled; the gradient flow of every model on the same inputs.
+
+Cached functions are keyed on plain values: the token ids, the chunk size, the head, γ and
+the Δ factor.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import numpy as np
+import streamlit as st
+import torch
+
+from components.ui.runs.shared import load_recurrent, load_transformer
+from models.analysis import gradient_flow as gf
+from models.analysis import recurrence_cost
+from models.analysis import recurrence_flow as rf
+from models.nets.linear_attention import (
+    LinearAttentionConfig,
+    LinearAttentionLayer,
+    linear_attention_parallel,
+    linear_attention_recurrent,
+)
+from models.nets.retention import (
+    decay_mask,
+    default_gammas,
+    retention_chunkwise,
+    retention_parallel,
+    retention_recurrent,
+)
+from models.nets.selective_ssm import SelectiveSSM, SSMConfig
+from models.serving.runtime import heavy_work, limit_threads, page_slot_set_aside
+
+# The block whose queries, keys and values every pattern on the page compares.
+BLOCK = "blocks.0"
+
+
+def lesson_transformer():
+    """The lesson's random causal Transformer, shared and only ever read."""
+    return load_transformer("sinusoidal", causal=True)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def first_block(ids: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """The first block's input, its q, k, v and its softmax pattern on `ids` (non-empty):
+    the inputs of every model here, and the pattern the others are compared with."""
+    _, cache = lesson_transformer().run_with_cache(list(ids))
+    return {
+        "X": cache[f"{BLOCK}.hook_resid_pre"],
+        "q": cache[f"{BLOCK}.attn.hook_q"],
+        "k": cache[f"{BLOCK}.attn.hook_k"],
+        "v": cache[f"{BLOCK}.attn.hook_v"],
+        "softmax_pattern": cache[f"{BLOCK}.attn.hook_pattern"],
+    }
+
+
+# --- ① the same output, two ways; ② attention without softmax ----------------------------
+
+
+@st.cache_resource(show_spinner=False)
+def load_ssm() -> SelectiveSSM:
+    """The lesson's frozen random selective SSM layer, shared by every session and only
+    ever read: it reads the same 64-dimensional input X the Transformer's first block does."""
+    limit_threads()
+    return SelectiveSSM(SSMConfig(d_model=64), seed=0)
+
+
+@cache
+def retnet_gammas() -> tuple[float, ...]:
+    """RetNet's decay per head for the lesson Transformer's heads, 1 − 2^(−5−h)."""
+    return tuple(float(g) for g in default_gammas(lesson_transformer().cfg.n_heads))
+
+
+def _block_inputs(ids: tuple[int, ...]) -> dict[str, torch.Tensor]:
+    """The first block's q, k, v `[head, pos, d_head]` and X `[pos, d_model]` as float32
+    tensors of their own (the cached arrays are read-only and shared)."""
+    first = first_block(ids)
+    return {name: torch.tensor(np.array(first[name])) for name in ("q", "k", "v", "X")}
+
+
+def _max_difference(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).abs().max())
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def two_ways(ids: tuple[int, ...], chunk: int) -> dict:
+    """Every model's output on `ids` by each of its forms, float32 as computed: linear
+    attention and retention `[head, pos, d_head]` (retention also chunkwise, `chunk` tokens
+    to a chunk), the SSM `[pos, d_model]`; the largest |difference| of each form from the
+    parallel one; and the floats of the state tensors each carried after the last token."""
+    x = _block_inputs(ids)
+    q, k, v = x["q"], x["k"], x["v"]
+    gammas = torch.tensor(retnet_gammas(), dtype=q.dtype)
+    ssm = load_ssm()
+    with torch.no_grad():
+        _, la_parallel = linear_attention_parallel(q, k, v)
+        la_recurrent, la_state, la_norm = linear_attention_recurrent(q, k, v)
+        _, ret_parallel = retention_parallel(q, k, v, gammas)
+        ret_recurrent, ret_state = retention_recurrent(q, k, v, gammas)
+        ret_chunkwise = retention_chunkwise(q, k, v, gammas, chunk)
+        ssm_parallel, _ = ssm.run_with_cache(x["X"], mode="parallel")
+        ssm_sequential, ssm_trace = ssm.run_with_cache(x["X"], mode="sequential")
+    measured = recurrence_cost.measured_state_floats(
+        la_state, la_norm, ret_state, torch.from_numpy(ssm_trace["ssm_h"]), k, v
+    )
+    outputs = dict(
+        la_parallel=la_parallel,
+        la_recurrent=la_recurrent,
+        ret_parallel=ret_parallel,
+        ret_recurrent=ret_recurrent,
+        ret_chunkwise=ret_chunkwise,
+        ssm_parallel=ssm_parallel,
+        ssm_sequential=ssm_sequential,
+    )
+    differences = dict(
+        la=_max_difference(la_parallel, la_recurrent),
+        ret=_max_difference(ret_parallel, ret_recurrent),
+        ret_chunk=_max_difference(ret_parallel, ret_chunkwise),
+        ssm=_max_difference(ssm_parallel, ssm_sequential),
+    )
+    return {
+        "outputs": {name: value.numpy() for name, value in outputs.items()},
+        "differences": differences,
+        "state_floats": measured,
+        "dtype": str(q.dtype).removeprefix("torch."),
+        "ssm": dict(d_inner=ssm.cfg.d_inner, d_state=ssm.cfg.d_state),
+    }
+
+
+# The timings take well under a second each; they are measured once per length and server
+# (the time does not depend on the words) in the heavy-work pool, alone, holding no page
+# slot (models/serving/runtime.py heavy_work), as the masks lesson's cost lab is.
+
+
+def per_token_times(length: int) -> dict[str, float]:
+    with page_slot_set_aside():
+        return _per_token_times(length)
+
+
+@st.cache_data(max_entries=48, show_spinner=False)
+def _per_token_times(length: int) -> dict[str, float]:
+    cfg = lesson_transformer().cfg
+    with heavy_work(deadline_s=math.inf):  # timings cut short mean nothing
+        return recurrence_cost.per_token_times(length, cfg.n_heads, cfg.d_head, load_ssm().cfg)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def linear_patterns(ids: tuple[int, ...]) -> np.ndarray:
+    """Linear attention's implicit pattern `[head, query, key]` on the first block's q, k."""
+    x = _block_inputs(ids)
+    with torch.no_grad():
+        pattern, _ = linear_attention_parallel(x["q"], x["k"], x["v"])
+    return pattern.numpy()
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def retention_pattern(ids: tuple[int, ...], head: int, gamma: float) -> dict[str, np.ndarray]:
+    """Retention's pattern (q kᵀ) ⊙ D `[query, key]` for one head at decay `gamma`, and the
+    decay mask D itself."""
+    x = _block_inputs(ids)
+    one = slice(head, head + 1)
+    gammas = torch.tensor([gamma], dtype=x["q"].dtype)
+    with torch.no_grad():
+        pattern, _ = retention_parallel(x["q"][one], x["k"][one], x["v"][one], gammas)
+        mask = decay_mask(len(ids), gammas)
+    return {"pattern": pattern[0].numpy(), "decay": mask[0].numpy()}
+
+
+# --- ③ the selective state; ④ gradient flow through time -----------------------------------
+
+# The recurrent lesson's models as its first view builds them (components/ui/parts/recurrent/
+# controls.py defaults, checked by gf.clean_settings): tanh RNN, random recurrent matrices of
+# largest singular value 1, 64 hidden units, LSTM forget bias 1.
+RECURRENT_SETTINGS = gf.clean_settings()[0]
+CELLS = {"RNN": "rnn", "LSTM": "lstm", "GRU": "gru"}
+SSM = "ssm"
+LINEAR_ATTENTION = "linear_attention"
+TRANSFORMER = "Transformer"
+
+
+@st.cache_resource(show_spinner=False)
+def load_time_invariant_ssm() -> SelectiveSSM:
+    """The same layer without selection (Δ, B, C constants; the weights the two kinds share
+    are the same numbers for one seed), shared and only ever read."""
+    limit_threads()
+    return SelectiveSSM(SSMConfig(d_model=64, selective=False), seed=0)
+
+
+@st.cache_resource(show_spinner=False)
+def load_linear_attention() -> LinearAttentionLayer:
+    """The lesson's frozen random linear-attention layer, shared and only ever read."""
+    limit_threads()
+    return LinearAttentionLayer(LinearAttentionConfig(), seed=0)
+
+
+def _inputs(ids: tuple[int, ...]) -> torch.Tensor:
+    """The first block's input X `[pos, d_model]` as a float32 tensor of its own (the cached
+    array is read-only and shared)."""
+    return torch.tensor(np.array(first_block(ids)["X"]))
+
+
+def _state_of(layer: SelectiveSSM, X: torch.Tensor, delta_scale: float) -> dict[str, np.ndarray]:
+    trace = rf.ssm_trace(layer, X, delta_scale)
+    return {
+        "delta": trace["ssm_delta"],
+        "kept": trace["ssm_decay"],
+        "h_norm": rf.state_norms(trace["ssm_h"]),
+    }
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def selective_state(ids: tuple[int, ...], delta_scale: float) -> dict[str, dict]:
+    """Both layers on `ids` with every Δ multiplied by `delta_scale` (the layer's own weights
+    and selective_scan_sequential, models/analysis/recurrence_flow.py ssm_forward): Δ and the
+    kept fraction exp(Δ A) (mean over states) `[pos, d_inner]`, ‖h_t‖ `[pos]`, float32."""
+    X = _inputs(ids)
+    return {
+        "selective": _state_of(load_ssm(), X, delta_scale),
+        "lti": _state_of(load_time_invariant_ssm(), X, delta_scale),
+    }
+
+
+def _recurrent(cell: str, d_in: int):
+    s = RECURRENT_SETTINGS
+    return load_recurrent(
+        cell=cell,
+        num_inputs=d_in,
+        num_hiddens=s.num_hiddens,
+        activation=s.activation if cell == "rnn" else "tanh",
+        init=s.init,
+        radius=s.radius,
+        forget_bias=s.forget_bias if cell == "lstm" else 1.0,
+    )
+
+
+def _kept(result: dict) -> dict:
+    return {"grad_X": result["grad_X"], "loss": result["loss"]}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def flows(ids: tuple[int, ...], delta_scale: float) -> dict[str, dict]:
+    """Every model's ‖∂L/∂X_t‖ `[pos]` and loss, L = u · output_τ at the last token, on the
+    same inputs X (the first block's input of `ids`); the SSM's with Δ × `delta_scale`, and
+    its `kept [pos]` (how much of each token's state reaches the last one)."""
+    X = _inputs(ids)
+    tau = X.shape[0] - 1
+    out = {
+        name: _kept(gf.recurrent_gradient_flow(_recurrent(cell, X.shape[1]), X, tau))
+        for name, cell in CELLS.items()
+    }
+    transformer = lesson_transformer()
+    # The Transformer adds its positions to what it reads: fed its token vectors W_E[ids], its
+    # first block reads X itself, and ∂L/∂(W_E[ids] + P) = ∂L/∂X.
+    tokens = gf.lesson_inputs(transformer, ids, len(ids))
+    out[TRANSFORMER] = _kept(gf.transformer_gradient_flow(transformer, tokens, tau))
+    ssm = rf.ssm_gradient_flow(load_ssm(), X, tau, delta_scale=delta_scale)
+    kept = rf.ssm_kept_until(load_ssm(), X, tau, delta_scale=delta_scale)
+    out[SSM] = _kept(ssm) | {"kept": kept}
+    out[LINEAR_ATTENTION] = _kept(
+        rf.linear_attention_gradient_flow(load_linear_attention(), X, tau)
+    )
+    return out
