@@ -17,9 +17,8 @@ from components.recurrence.patterns import (
 )
 from components.summaries import number
 from components.ui.charts import load_grid_charts, show_chart
-from components.ui.linked import linked_selectbox, linked_slider
-from components.ui.parts.recurrence.reading import Reading
-from components.ui.parts.recurrence.two_ways import head_name
+from components.ui.linked import linked_slider
+from components.ui.parts.recurrence.reading import Reading, head_control, head_name
 from components.ui.runs import recurrence as runs
 from components.ui.tour import held_back, offer, show_held_back
 from models.analysis.attention_stats import entropy_bits, strongest_link
@@ -33,14 +32,7 @@ _GAMMA_HEAD = "_rr_gamma_head"  # the head whose default γ the slider last star
 
 def _controls(n_heads: int) -> tuple[int, float]:
     head_col, gamma_col = st.columns(2)
-    head = linked_selectbox(
-        head_col,
-        t("recurrence.patterns.head"),
-        range(n_heads),
-        0,
-        key="rr_head",
-        format_func=head_name,
-    )
+    head = head_control(head_col, t("recurrence.patterns.head"), n_heads)
     default = runs.retnet_gammas()[head]
     # Another head starts again from its own RetNet γ; a link's γ is kept on arrival.
     if st.session_state.get(_GAMMA_HEAD, head) != head:

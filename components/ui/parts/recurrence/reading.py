@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.ui.linked import linked_selectbox
 from components.ui.parts.masks.reading import encode
 from components.ui.runs import recurrence as runs
 
@@ -38,3 +39,15 @@ def read(text: str) -> Reading | None:
         return None
     first = runs.first_block(tuple(ids))
     return Reading(tuple(ids), tuple(tokens), tuple(notes), **first)
+
+
+# The head ① and ② draw: one control, kept in the link, the same in both parts.
+HEAD_KEY = "rr_head"
+
+
+def head_name(head: int) -> str:
+    return f"H{head}"
+
+
+def head_control(where, label: str, n_heads: int) -> int:
+    return linked_selectbox(where, label, range(n_heads), 0, key=HEAD_KEY, format_func=head_name)

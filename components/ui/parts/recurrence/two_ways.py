@@ -11,8 +11,8 @@ from components.i18n import t
 from components.recurrence.two_ways import log_lines_figure, outputs_grid, timing_figure
 from components.summaries import number
 from components.ui.charts import load_grid_charts, show_chart
-from components.ui.linked import linked_selectbox, linked_slider
-from components.ui.parts.recurrence.reading import Reading
+from components.ui.linked import linked_slider
+from components.ui.parts.recurrence.reading import Reading, head_control, head_name
 from components.ui.runs import recurrence as runs
 from components.ui.tour import held_back, offer, show_held_back
 from models.analysis import recurrence_cost as rc
@@ -22,20 +22,9 @@ CHUNKS = (1, 16, 4)  # retention's chunk size B: lowest, highest, default
 MODELS = ("la", "ret", "ssm")
 
 
-def head_name(head: int) -> str:
-    return f"H{head}"
-
-
 def _controls(n_heads: int) -> tuple[int, int]:
     head_col, chunk_col = st.columns(2)
-    head = linked_selectbox(
-        head_col,
-        t("recurrence.two_ways.head"),
-        range(n_heads),
-        0,
-        key="rr_head",
-        format_func=head_name,
-    )
+    head = head_control(head_col, t("recurrence.two_ways.head"), n_heads)
     chunk = linked_slider(chunk_col, t("recurrence.two_ways.chunk"), *CHUNKS, key="rr_chunk")
     return head, chunk
 
