@@ -188,10 +188,11 @@ def timing_figure(
         layout[f"yaxis{suffix}"].update(type="log", automargin=True, **_decades(traces, suffix))
     layout["yaxis"]["title"] = dict(text=y_title)
     layout.update(
-        frame_layout(title, 440, top=90, bottom=40),
+        frame_layout(title, 460, top=110, bottom=40),
         barmode="group",
         annotations=marks,
-        legend=dict(orientation="h", xanchor="right", x=1, yanchor="bottom", y=1.08),
+        # Above the panels' titles, at the right: clear of the figure's title in the middle.
+        legend=dict(orientation="h", xanchor="right", x=1, yanchor="bottom", y=1.12),
     )
     return figure(traces, layout)
 
@@ -283,34 +284,15 @@ def reading_figure(
         )
     layout["xaxis2"].update(tickangle=TOKEN_ANGLE)
     slots = sorted(answers)
-    shapes = []
-    if slots:
-        shapes.append(
-            dict(
-                type="rect",
-                x0=slots[0] - 0.5,
-                x1=slots[-1] + 0.5,
-                xref="x",
-                y0=0,
-                y1=1,
-                yref="paper",
-                fillcolor=ANSWER_SHADE,
-                line=dict(width=0),
-                layer="below",
-            )
-        )
+    shade = dict(type="rect", xref="x", y0=0, y1=1, yref="paper", line=dict(width=0))
+    shapes = (
+        [shade | dict(x0=slots[0] - 0.5, x1=slots[-1] + 0.5, fillcolor=ANSWER_SHADE, layer="below")]
+        if slots
+        else []
+    )
+    written = dict(y=1, xref="x", yref="y domain", showarrow=False, yanchor="bottom")
     marks = list(layout.get("annotations", [])) + [
-        dict(
-            x=x[slot],
-            y=1,
-            xref="x",
-            yref="y domain",
-            text=answers[slot],
-            showarrow=False,
-            yanchor="bottom",
-            font=dict(size=12),
-        )
-        for slot in slots
+        written | dict(x=x[slot], text=answers[slot], font=dict(size=12)) for slot in slots
     ]
     layout.update(
         frame_layout(title, 600, top=100, bottom=40),
