@@ -2,7 +2,8 @@
 
 The core is one of SeqLens's own models, unchanged, so a trained core is shown by the same
 lessons that show a constructed one: `Recurrent` (RNN, LSTM, GRU), a causal `Transformer`,
-or an `EncoderDecoder`. Around it:
+an `EncoderDecoder`, or a `MixerStack` (models/nets/mixer_stacks.py) of selective
+state-space layers ("ssm") or linear-attention layers ("linear"). Around it:
 
 - `W_in [n_in, d_model]`: an embedding table for token inputs, or the weights of a linear
   layer for feature inputs (the adding problem's value and marker); the Transformer uses
@@ -21,12 +22,19 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch import nn
 
+from models.nets.mixer_stacks import MIXERS, MixerStack, StackConfig
 from models.nets.recurrent import CELLS, Recurrent, RecurrentConfig
 from models.nets.transformer import EncoderDecoder, Transformer, TransformerConfig
 
-KINDS = (*CELLS, "transformer", "encdec")
+KINDS = (*CELLS, "transformer", "encdec", *MIXERS)
 LABELS = {"rnn": "RNN", "lstm": "LSTM", "gru": "GRU", "transformer": "Transformer"}
 LABELS["encdec"] = "Encoder–decoder"
+LABELS["ssm"] = "State space (selective)"
+LABELS["linear"] = "Linear attention"
+# The mixer stacks' settings a spec does not name: the SSM's state per channel and its
+# d_inner / d_model (Mamba's are 16 and 2; with 8 and 1 a stack trains on a CPU in minutes
+# and still learns selective copying), and the MLP's width per d_model, the Transformer's.
+D_STATE, EXPAND, MLP_RATIO = 8, 1, 4
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,10 @@ class ModelSpec:
             raise ValueError("only recurrent models read feature vectors")
         if self.kind in ("transformer", "encdec") and self.d_model % (2 * self.n_heads):
             raise ValueError("d_model must split into n_heads heads of even size")
+        if self.kind == "linear" and self.d_model % self.n_heads:
+            raise ValueError("d_model must split into n_heads heads")
+        if self.kind in MIXERS and self.positional not in ("learned", "none"):
+            raise ValueError("a mixer stack's positions are learned or none")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -71,6 +83,10 @@ class ModelSpec:
     @property
     def is_recurrent(self) -> bool:
         return self.kind in CELLS
+
+    @property
+    def is_mixer_stack(self) -> bool:
+        return self.kind in MIXERS
 
 
 # Far above what the lab trains (the largest ships n_in 418, d_model 64, 2 layers), far below
@@ -99,6 +115,21 @@ def _check_setting(name: str, value) -> None:
         raise ValueError(f"features must be true or false, got {value!r:.40}")
 
 
+def stack_config(spec: ModelSpec) -> StackConfig:
+    """The mixer stack a spec of kind "ssm" or "linear" describes."""
+    return StackConfig(
+        mixer=spec.kind,
+        d_model=spec.d_model,
+        n_layers=spec.n_layers,
+        n_heads=spec.n_heads,
+        d_state=D_STATE,
+        expand=EXPAND,
+        d_mlp=MLP_RATIO * spec.d_model,
+        positional=spec.positional,
+        n_ctx=spec.n_ctx,
+    )
+
+
 def _normal(generator: torch.Generator, std: float, *shape: int) -> nn.Parameter:
     return nn.Parameter(torch.randn(*shape, generator=generator) * std)
 
@@ -113,7 +144,10 @@ class SequenceModel(nn.Module):
         self.seed = seed
         generator = torch.Generator().manual_seed(seed)
         d = spec.d_model
-        if spec.is_recurrent:
+        if spec.is_mixer_stack:
+            self.W_in = _normal(generator, 1.0, spec.n_in, d)
+            self.core = MixerStack(stack_config(spec), seed)
+        elif spec.is_recurrent:
             in_std = 1 / math.sqrt(spec.n_in) if spec.features else 1.0
             self.W_in = _normal(generator, in_std, spec.n_in, d)
             self.core = Recurrent(
@@ -145,7 +179,7 @@ class SequenceModel(nn.Module):
         return self
 
     def embed(self, inputs: torch.Tensor) -> torch.Tensor:
-        """What a recurrent core reads: `X [..., T, d_model]`."""
+        """What a recurrent core or a mixer stack reads: `X [..., T, d_model]`."""
         if self.spec.features:
             return inputs.to(torch.float32) @ self.W_in
         return self.W_in[inputs]
@@ -154,6 +188,8 @@ class SequenceModel(nn.Module):
         """The core's output `[..., T, d_model]` before the readout."""
         if self.spec.is_recurrent:
             return self.core(self.embed(inputs))["H"]
+        if self.spec.is_mixer_stack:
+            return self.core(self.embed(inputs))
         if self.spec.kind == "encdec":
             if decoder_inputs is None:
                 raise ValueError("an encoder–decoder needs the decoder's inputs")

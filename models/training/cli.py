@@ -30,14 +30,21 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m models.training.train", description=training.__doc__.split("\n")[0]
     )
-    parser.add_argument("task", nargs="?", help="copy, reverse, adding, induction, lm, numbers")
+    parser.add_argument(
+        "task", nargs="?", help="copy, selective_copy, reverse, adding, induction, lm, numbers"
+    )
     parser.add_argument("--all", action="store_true", help="make every shipped checkpoint")
     parser.add_argument(
         "--tables", action="store_true", help="only re-measure the lesson's tables from --out"
     )
-    parser.add_argument("--model", default="lstm", help="rnn, lstm, gru, transformer, encdec")
+    parser.add_argument(
+        "--model", default="lstm", help="rnn, lstm, gru, transformer, encdec, ssm, linear"
+    )
     parser.add_argument("--lag", type=int, help="copy: steps between a symbol and its copy")
     parser.add_argument("--T", type=int, help="adding: the sequence length")
+    parser.add_argument(
+        "--length", type=int, help="selective_copy: the blanks and symbols before the markers"
+    )
     parser.add_argument("--text", help="lm: the text to learn, bilingual (default) or zh")
     parser.add_argument("--context", type=int, help="lm: characters read at a time")
     parser.add_argument("--steps", type=int, help="default: the recipe's")
@@ -58,7 +65,13 @@ def main(argv: list[str] | None = None) -> None:
         return
     if not args.task:
         raise SystemExit("name a task, or --all")
-    given = (("lag", args.lag), ("T", args.T), ("text", args.text), ("context", args.context))
+    given = (
+        ("lag", args.lag),
+        ("T", args.T),
+        ("length", args.length),
+        ("text", args.text),
+        ("context", args.context),
+    )
     settings = {k: v for k, v in given if v is not None}
     task = make_task(args.task, **settings)
     every = 50

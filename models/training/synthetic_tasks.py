@@ -1,4 +1,4 @@
-"""The synthetic tasks: copy, reverse, adding and induction, on random symbols.
+"""The synthetic tasks: copy, selective copy, reverse, adding and induction, on random symbols.
 
 Held-out data is split from the space of sequences by a hash of their content: a tenth is
 held out (the adding task, of continuous values, uses a different random stream).
@@ -43,6 +43,7 @@ def _symbols(n: int) -> tuple[str, ...]:
 
 
 BLANK, RECALL = "·", "?"
+MIXER_STACKS = ("ssm", "linear")  # the kinds of models/nets/mixer_stacks.py
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,63 @@ class Copy(Task):
         inputs[:, self.lag :] = recall
         targets = torch.full((size, self.n_ctx), IGNORE)
         targets[:, self.lag :] = symbols  # step t writes the symbol of step t − lag
+        return Batch(inputs, targets)
+
+
+@dataclass(frozen=True)
+class SelectiveCopy(Task):
+    """Selective copying (Gu & Dao 2023, "Mamba", section 3.1): `n_copy` random symbols at
+    random places among `length` blanks, then `n_copy` recall markers; at the k-th marker,
+    write the k-th symbol. The symbols' places change from sequence to sequence, so the
+    spacing of the copy task's fixed lag is gone: a model must decide by content (symbol or
+    blank) what to keep. A time-invariant recurrence decays every input alike; an input-
+    dependent gate (an LSTM's, Mamba's step size) can skip the blanks. Scored on the
+    markers only; chance is 1 / n_symbols.
+
+    Held out by the symbols copied: no held-out sequence of symbols is ever trained on,
+    wherever it is placed."""
+
+    length: int = 32
+    n_copy: int = 4
+    n_symbols: int = 8
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", "selective_copy")
+        object.__setattr__(self, "models", (*RECURRENT, "transformer", *MIXER_STACKS))
+        if not 1 <= self.n_copy <= self.length <= 1000:
+            raise ValueError("need 1 ≤ n_copy ≤ length ≤ 1000")
+        if self.n_symbols < 2:
+            raise ValueError("need at least 2 symbols")
+
+    @property
+    def vocab(self):
+        return (*_symbols(self.n_symbols), BLANK, RECALL)
+
+    @property
+    def n_ctx(self) -> int:
+        return self.length + self.n_copy
+
+    def key(self) -> str:
+        return f"selective_copy-L{self.length}"
+
+    def _draw(self, generator: torch.Generator, rows: int) -> torch.Tensor:
+        """Everything random about `rows` sequences, one row each from one draw (sequence i
+        is the same however many are drawn): the symbols, then where they go (the first
+        `n_copy` places of a random order of the `length`, in increasing order)."""
+        u = torch.rand(rows, self.n_copy + self.length, generator=generator)
+        symbols = (u[:, : self.n_copy] * self.n_symbols).long().clamp(max=self.n_symbols - 1)
+        places = u[:, self.n_copy :].argsort(dim=1)[:, : self.n_copy].sort(dim=1).values
+        return torch.cat([symbols, places], dim=1)
+
+    def make(self, generator, size, held_out):
+        drawn = _split_rows(self._draw, generator, size, self.n_symbols, held_out, self.n_copy)
+        symbols, places = drawn.split([self.n_copy, self.n_copy], dim=1)
+        blank, recall = self.n_symbols, self.n_symbols + 1
+        inputs = torch.full((size, self.n_ctx), blank)
+        inputs.scatter_(1, places, symbols)
+        inputs[:, self.length :] = recall
+        targets = torch.full((size, self.n_ctx), IGNORE)
+        targets[:, self.length :] = symbols  # the k-th marker writes the k-th symbol
         return Batch(inputs, targets)
 
 
@@ -179,7 +237,7 @@ class Induction(Task):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", "induction")
-        object.__setattr__(self, "models", ("transformer", *RECURRENT))
+        object.__setattr__(self, "models", ("transformer", *RECURRENT, *MIXER_STACKS))
         if not 2 <= self.min_repeat <= self.max_repeat < self.n_symbols:
             raise ValueError("need 2 ≤ min_repeat ≤ max_repeat < n_symbols")
         if 2 * self.max_repeat > self.length:

@@ -6,6 +6,8 @@ their content (a tenth is held out), the language model holds out the end of its
 the number task holds out a fixed tenth of the numbers.
 
 - `copy`: remember `length` symbols and write each one exactly `lag` steps after it came.
+- `selective_copy`: `n_copy` symbols at random places among blanks, then as many recall
+  markers: write the symbols in order (Gu & Dao 2023, "Mamba", section 3.1).
 - `reverse`: read `length` symbols, then write them backwards.
 - `adding`: T steps of (value, marker); at the end, the sum of the two marked values.
 - `induction`: a segment of random tokens, then the same segment again, at positions and
@@ -22,12 +24,13 @@ held-out seed) in task_base.py.
 
 from __future__ import annotations
 
-from models.training.synthetic_tasks import Adding, Copy, Induction, Reverse
+from models.training.synthetic_tasks import Adding, Copy, Induction, Reverse, SelectiveCopy
 from models.training.task_base import Task
 from models.training.text_tasks import CharLM, Numbers
 
 TASKS = {
     "copy": Copy,
+    "selective_copy": SelectiveCopy,
     "reverse": Reverse,
     "adding": Adding,
     "induction": Induction,

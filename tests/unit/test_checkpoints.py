@@ -17,6 +17,8 @@ SPECS = [
     ModelSpec(kind="gru", n_in=2, n_out=1, d_model=8, features=True),
     ModelSpec(kind="transformer", n_in=6, n_out=6, d_model=8, n_heads=2, n_ctx=10),
     ModelSpec(kind="encdec", n_in=7, n_out=7, d_model=8, n_heads=2, n_layers=1, n_ctx=6),
+    ModelSpec(kind="ssm", n_in=6, n_out=6, d_model=8, n_ctx=10, positional="none"),
+    ModelSpec(kind="linear", n_in=6, n_out=6, d_model=8, n_heads=2, n_ctx=10),
 ]
 
 
@@ -84,6 +86,20 @@ def test_tensors_that_do_not_match_the_config_are_refused(tmp_path):
     config["model"].update(d_model=8, kind="gru")  # an LSTM's gates named as a GRU's
     config_path.write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="missing tensors: .*core.W_hr"):
+        checkpoints.load(tmp_path / "m")
+
+
+def test_a_state_space_model_described_as_linear_attention_is_refused(tmp_path):
+    model = _trained_looking(SPECS[4])
+    _, config_path = checkpoints.save(tmp_path / "m", model)
+    config = json.loads(config_path.read_text())
+    config["model"].update(kind="linear", n_heads=2)
+    config_path.write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="missing tensors: .*mixer.W_Q"):
+        checkpoints.load(tmp_path / "m")
+    config["model"].update(kind="ssm", positional="rope")  # a stack has no rotations
+    config_path.write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="positions are learned or none"):
         checkpoints.load(tmp_path / "m")
 
 

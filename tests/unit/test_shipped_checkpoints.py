@@ -4,10 +4,11 @@ held-out data, and the lesson's tables are what the checkpoints give."""
 from __future__ import annotations
 
 import json
+from datetime import date
 
 import pytest
 
-from models.training import checkpoints
+from models.training import checkpoints, recurrence_table
 from models.training.tasks import make_task
 from models.training.train import (
     CHECKPOINT_DIR,
@@ -72,3 +73,39 @@ def test_the_accuracy_by_lag_table_is_what_the_checkpoints_score():
 def test_the_ngram_baseline_table_is_what_the_text_and_checkpoints_give():
     stored = json.loads((CHECKPOINT_DIR / LM_BASELINE_FILE).read_text())
     assert stored == lm_baseline(CHECKPOINT_DIR)
+
+
+def _recurrence_table() -> dict:
+    return json.loads((CHECKPOINT_DIR / recurrence_table.TABLE_FILE).read_text())
+
+
+def test_the_recurrence_table_was_measured_with_the_commands_settings():
+    stored = _recurrence_table()
+    assert stored["settings"] == recurrence_table.settings()
+    assert stored["settings"]["tasks"]["selective_copy"] == make_task("selective_copy").config()
+    assert stored["machine"]["torch_threads"] == recurrence_table.THREADS
+    assert stored["machine"]["processor"]
+    assert date.fromisoformat(stored["date"]) <= date.today()
+
+
+def test_the_recurrence_tables_accuracies_are_what_the_checkpoints_score():
+    stored = _recurrence_table()
+    assert stored["accuracy"] == recurrence_table.accuracy_table(CHECKPOINT_DIR)
+    shipped = {(n, kind) for n, _, kind in SHIPPED}
+    for task, row in stored["accuracy"].items():
+        for kind, value in row.items():
+            assert (value is None) == ((task, kind) not in shipped), (task, kind)
+
+
+def test_the_recurrence_table_times_every_kind_at_both_lengths():
+    seconds = _recurrence_table()["seconds"]
+    assert list(seconds) == list(recurrence_table.KINDS)
+    for kind, by_length in seconds.items():
+        assert list(by_length) == [str(n) for n in recurrence_table.LENGTHS]
+        for row in by_length.values():
+            assert row["training_step_s"] > 0 and row["token_whole_prefix_s"] > 0
+            carried = row["token_carried_state_s"]
+            # a cell's state and the Transformer's KV cache; the stacks' layers take none
+            assert (carried is None) == (kind in ("ssm", "linear")), kind
+            if carried is not None:
+                assert carried > 0

@@ -124,7 +124,7 @@ def test_induction_refuses_segments_that_do_not_fit():
         make_task("induction", n_symbols=10, max_repeat=10, length=32)
 
 
-@pytest.mark.parametrize("name", ["copy", "reverse", "induction"])
+@pytest.mark.parametrize("name", ["copy", "selective_copy", "reverse", "induction"])
 def test_held_out_sequences_never_appear_in_training(name):
     task = make_task(name)
     held_batch = task.held_out(64)
@@ -137,6 +137,11 @@ def test_held_out_sequences_never_appear_in_training(name):
             return torch.stack(
                 [batch.inputs[i, f : f + width] for i, (f, _, _) in enumerate(_repeats(batch))]
             )
+    elif name == "selective_copy":
+        # the held-out key: the symbols to copy, wherever they were placed
+
+        def keys(batch):
+            return batch.targets[:, task.length :]
     else:
         width = task.length
 

@@ -7,8 +7,16 @@ import torch
 
 from models.nets.recurrent import Recurrent, RecurrentConfig
 from models.nets.transformer import Transformer, TransformerConfig
-from models.training.tasks import make_task
-from models.training.train import TARGETS, Recipe, Target, Trainer, make_checkpoint, train
+from models.training.tasks import TASKS, make_task
+from models.training.train import (
+    TARGETS,
+    Recipe,
+    Target,
+    Trainer,
+    make_checkpoint,
+    recipe_for,
+    train,
+)
 
 
 def _same_parameters(a, b) -> bool:
@@ -26,7 +34,7 @@ def test_the_same_seed_gives_the_same_run_twice():
     assert other.history.loss != first.history.loss
 
 
-@pytest.mark.parametrize("kind", ["transformer", "lstm"])
+@pytest.mark.parametrize("kind", ["transformer", "lstm", "ssm", "linear"])
 def test_the_command_writes_the_same_checkpoint_bytes_twice(tmp_path, kind):
     """What `python -m models.training.train` writes depends only on its arguments: two runs give
     the same files, byte for byte (the JSON holds no wall-clock time)."""
@@ -45,6 +53,11 @@ def test_the_command_writes_the_same_checkpoint_bytes_twice(tmp_path, kind):
 # The smallest run per task that shows learning: (task settings, model, recipe).
 SHORT_RUNS = {
     "copy": ({"lag": 5}, "transformer", Recipe(40, lr=1e-2, batch_size=16, d_model=16, n_layers=1)),
+    "selective_copy": (
+        {"length": 8, "n_copy": 2},
+        "ssm",
+        Recipe(60, lr=1e-2, batch_size=16, d_model=16, positional="none"),
+    ),
     "reverse": ({"length": 4}, "transformer", Recipe(40, 1e-2, 16, d_model=16, n_layers=1)),
     "adding": ({"T": 10}, "lstm", Recipe(40, lr=1e-2, batch_size=16, d_model=16)),
     "induction": (
@@ -67,6 +80,39 @@ def test_a_short_run_halves_the_loss(name):
     losses = trainer.history.loss
     assert len(losses) == recipe.steps
     assert sum(losses[-5:]) / 5 < losses[0] / 2
+
+
+def test_a_short_run_of_linear_attention_on_selective_copying_halves_the_loss():
+    task = make_task("selective_copy", length=8, n_copy=2)
+    recipe = Recipe(60, lr=1e-2, batch_size=16, d_model=16, n_heads=2)
+    losses = train(task, "linear", seed=0, recipe=recipe).history.loss
+    assert sum(losses[-5:]) / 5 < losses[0] / 2
+
+
+@pytest.mark.parametrize("name", list(TASKS))
+def test_every_model_the_lab_offers_for_a_task_has_a_recipe(name):
+    task = make_task(name)
+    for kind in task.models:
+        recipe = recipe_for(task, kind)
+        assert recipe.steps >= 1
+        if kind == "ssm":  # a recurrence reads in order: no position table
+            assert recipe.positional == "none"
+
+
+def test_the_lab_names_every_task_and_kind_in_both_languages():
+    from components.i18n import LANGUAGES, strings
+    from models.nets.task_models import KINDS, LABELS
+
+    for language in LANGUAGES:
+        shown = strings(language)
+        for name in TASKS:
+            assert shown[f"training.task.{name}"] and shown[f"training.about.{name}"]
+        for kind in KINDS:
+            assert shown[f"training.model.{kind}"]
+    assert {k: strings("en")[f"training.model.{k}"] for k in KINDS} == LABELS
+    assert strings("zh")["training.model.ssm"] == "选择性状态空间模型"
+    assert strings("zh")["training.model.linear"] == "线性注意力"
+    assert strings("zh")["training.task.selective_copy"] == "选择性复制"
 
 
 def test_on_step_can_stop_a_run():

@@ -9,10 +9,15 @@ import streamlit as st
 
 from components.i18n import t
 from components.ui.visitor_links import VISITOR_FROM_LINK, visitor_link
-from models.nets.task_models import LABELS
+from models.nets.task_models import KINDS
 
 if TYPE_CHECKING:
     from models.serving.visitor_store import VisitorStore
+
+
+def _label(kind: str) -> str:
+    """A saved model's kind in the page's language (the kind itself, if not one we know)."""
+    return t(f"training.model.{kind}") if kind in KINDS else kind
 
 
 def draw(store: VisitorStore, me: str) -> None:
@@ -22,7 +27,7 @@ def draw(store: VisitorStore, me: str) -> None:
         st.dataframe(
             {
                 t("training.column.name"): [m.name for m in mine],
-                t("training.column.model"): [LABELS.get(m.kind, m.kind) for m in mine],
+                t("training.column.model"): [_label(m.kind) for m in mine],
                 t("training.column.metrics"): [
                     ", ".join(f"{k} {v:.4g}" for k, v in m.metrics.items()) for m in mine
                 ],

@@ -10,14 +10,16 @@ from components.i18n import t
 from components.recurrent import lines_figure
 from components.ui.charts import show_chart
 from components.ui.visitor_links import store_refusal_shown
-from models.nets.task_models import LABELS
 from models.training import jobs
 from models.training.task_base import Task
 
 
 def _curves(view: jobs.JobView, field: str) -> dict:
     return {
-        LABELS[kind]: (np.asarray(c.steps), np.asarray(getattr(c, field), dtype=np.float64))
+        t(f"training.model.{kind}"): (
+            np.asarray(c.steps),
+            np.asarray(getattr(c, field), dtype=np.float64),
+        )
         for kind, c in view.curves.items()
     }
 
@@ -73,7 +75,7 @@ def draw(view: jobs.JobView, run_task: Task) -> None:
         st.caption(t("training.held_out"))
         st.dataframe(
             {
-                t("training.column.model"): [LABELS[k] for k in view.results],
+                t("training.column.model"): [t(f"training.model.{k}") for k in view.results],
                 t("training.column.loss"): [r["loss"] for r in view.results.values()],
                 t(f"training.metric.{run_task.metric}"): [
                     r.get(run_task.metric, float("nan")) for r in view.results.values()

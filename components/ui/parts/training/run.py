@@ -19,7 +19,6 @@ from components.ui.linked import linked_multiselect, linked_selectbox, linked_sl
 from components.ui.parts.training import progress
 from components.ui.training_status import JOB_KEY
 from components.ui.visitor_links import store_refusal_shown
-from models.nets.task_models import LABELS
 from models.training import job_limits, jobs
 from models.training.task_base import Task
 from models.training.tasks import TASKS, make_task
@@ -44,7 +43,7 @@ def _task_label(name: str) -> str:
 
 
 def _model_label(kind: str) -> str:
-    return LABELS[kind]
+    return t(f"training.model.{kind}")
 
 
 def controls(running: int) -> Choice:

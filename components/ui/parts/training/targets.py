@@ -6,7 +6,6 @@ from __future__ import annotations
 import streamlit as st
 
 from components.i18n import t
-from models.nets.task_models import LABELS
 from models.training.train import TARGETS
 
 
@@ -15,7 +14,7 @@ def draw() -> None:
         t(
             "training.target",
             task=t(f"training.task.{target.task}"),
-            model=LABELS[target.kind],
+            model=t(f"training.model.{target.kind}"),
             metric=t(f"training.metric.{target.metric}"),
             sign="≤" if target.metric == "mse" else "≥",
             threshold=target.threshold,
