@@ -268,8 +268,14 @@ def _explain_reading(reading: dict, overall: dict, vocab, accuracy, has_position
         truth=" ".join(markdown_literal(vocab[w]) for w in reading["truth"]),
         accuracy=_accuracy_or_word(accuracy),
     )
-    sentences = (t("recurrence.trained.explain_paper"), measured, content, answers)
-    return t("recurrence.trained.sentence_separator").join(sentences)
+    paper = t("recurrence.trained.explain_paper")
+    return t(
+        "recurrence.trained.explain",
+        paper=paper,
+        measured=measured,
+        content=content,
+        answers=answers,
+    )
 
 
 def _reading(table: dict | None) -> None:
