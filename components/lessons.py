@@ -77,7 +77,7 @@ LESSONS: tuple[Lesson, ...] = (
         "nav.recurrence",
         "home.recurrence",
         "rr_part",
-        ("two_ways", "patterns", "selective", "flow"),
+        ("two_ways", "patterns", "selective", "flow", "trained"),
         "recurrence.part",
     ),
     Lesson(

@@ -6,7 +6,7 @@ import streamlit as st
 from components.i18n import t
 from components.ui.frame import enter_lesson
 from components.ui.parts import open_part
-from components.ui.parts.recurrence import flow, patterns, reading, selective, two_ways
+from components.ui.parts.recurrence import flow, patterns, reading, selective, trained, two_ways
 from components.ui.runs import recurrence as runs
 from components.ui.sentence import sentence_or_stop, show_notes, stop_page
 
@@ -32,10 +32,16 @@ with about_col.expander(t("recurrence.about"), icon=":material/menu_book:"):
     st.caption(t("recurrence.parts_hint"))
 
 # The parts, one tab each: only the open one is drawn, so a keystroke reruns one part.
-# A link that sets a part's own control opens that part (the head is shared by ① and ②).
+# A link that sets a part's own control opens that part (the head is shared by ① and ②);
+# ⑤ reads trained models on their own task, and draws whatever the sentence is.
 part, tab = open_part(
     "recurrence",
-    opened_by={"two_ways": ("rr_chunk",), "patterns": ("rr_gamma",), "selective": ("rr_dt_scale",)},
+    opened_by={
+        "two_ways": ("rr_chunk",),
+        "patterns": ("rr_gamma",),
+        "selective": ("rr_dt_scale",),
+        "trained": ("rr_seq",),
+    },
 )
 with tab:
     if part == "two_ways":
@@ -44,5 +50,7 @@ with tab:
         patterns.draw(read)
     elif part == "selective":
         selective.draw(read)
-    else:
+    elif part == "flow":
         flow.draw(read)
+    else:
+        trained.draw(read)

@@ -76,7 +76,7 @@ OTHER_TABS = {
     "masks": [{"mask_part": part} for part in ("scale", "kv", "cost")],
     "positional": [{"pe_view": view} for view in ("sinusoidal", "rope", "trained")],
     "recurrent": [{"rc_part": part} for part in ("theory", "clipping", "units", "gates")],
-    "recurrence": [{"rr_part": part} for part in ("patterns", "selective", "flow")],
+    "recurrence": [{"rr_part": part} for part in ("patterns", "selective", "flow", "trained")],
 }
 
 

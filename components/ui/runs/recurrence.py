@@ -1,14 +1,16 @@
 """The cached runs of the lesson "Recurrence returns" (Streamlit glue): the first block's
 inputs of the visitor's sentence, which every model here reads; linear attention, retention
 and the selective SSM on them, each by its forms, and their costs; the selective SSM and its
-time-invariant twin with Δ scaled; the gradient flow of every model on the same inputs.
+time-invariant twin with Δ scaled; the gradient flow of every model on the same inputs; and
+the trained models of selective copying and induction, with the table measured of them.
 
-Cached functions are keyed on plain values: the token ids, the chunk size, the head, γ and
-the Δ factor.
+Cached functions are keyed on plain values: the token ids, the chunk size, the head, γ,
+the Δ factor and the held-out sequence.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from functools import cache
 
@@ -16,10 +18,11 @@ import numpy as np
 import streamlit as st
 import torch
 
-from components.ui.runs.shared import load_recurrent, load_transformer
+from components.ui.runs.shared import load_checkpoint, load_recurrent, load_transformer
 from models.analysis import gradient_flow as gf
 from models.analysis import recurrence_cost
 from models.analysis import recurrence_flow as rf
+from models.analysis import trained_selective as tsel
 from models.nets.linear_attention import (
     LinearAttentionConfig,
     LinearAttentionLayer,
@@ -35,6 +38,9 @@ from models.nets.retention import (
 )
 from models.nets.selective_ssm import SelectiveSSM, SSMConfig
 from models.serving.runtime import heavy_work, limit_threads, page_slot_set_aside
+from models.training.recurrence_table import TABLE_FILE
+from models.training.tasks import make_task, task_from_config
+from models.training.train import CHECKPOINT_DIR, SELECTIVE_COPY, checkpoint_name, recipe_for
 
 # The block whose queries, keys and values every pattern on the page compares.
 BLOCK = "blocks.0"
@@ -265,3 +271,99 @@ def flows(ids: tuple[int, ...], delta_scale: float) -> dict[str, dict]:
         rf.linear_attention_gradient_flow(load_linear_attention(), X, tau)
     )
     return out
+
+
+# --- ⑤ trained, not only random -------------------------------------------------------------
+# The shipped checkpoints of selective copying and induction, their measured table
+# (models/training/recurrence_table.py), and the trained selective SSM read on the task's
+# held-out sequences. The visitor's sentence plays no part: each model reads its own task.
+
+SHOWN_SEQUENCES = 8  # the first held-out sequences of selective copying a visitor can pick
+
+
+def trained_table() -> dict | None:
+    """The measured table as its file holds it, or None when it is not there (a tiny file,
+    read on each run: a new table shows without restarting the server)."""
+    path = CHECKPOINT_DIR / TABLE_FILE
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def trained_sizes(table: dict) -> dict[str, int]:
+    """The smallest and largest width (d_model) and number of training steps of the models
+    the table's accuracies measure, from the recipes that trained them."""
+    recipes = [
+        recipe_for(task_from_config(table["settings"]["tasks"][task]), kind)
+        for task, row in table["accuracy"].items()
+        for kind, value in row.items()
+        if value is not None
+    ]
+    widths, steps = [r.d_model for r in recipes] or [0], [r.steps for r in recipes] or [0]
+    return dict(d_low=min(widths), d_high=max(widths), steps_low=min(steps), steps_high=max(steps))
+
+
+def selective_copy_task():
+    """Selective copying as the shipped checkpoints were trained on it."""
+    return make_task("selective_copy", **dict(SELECTIVE_COPY))
+
+
+def trained_ssm():
+    """The shipped selective state-space stack trained on selective copying: a frozen
+    checkpoint, shared and only ever read (CheckpointError when it is not shipped)."""
+    return load_checkpoint(str(CHECKPOINT_DIR / checkpoint_name(selective_copy_task(), "ssm")))
+
+
+@st.cache_data(max_entries=1, show_spinner=False)
+def _held_out() -> dict[str, np.ndarray]:
+    """Selective copying's held-out sequences, as the table's accuracies score them."""
+    batch = selective_copy_task().held_out()
+    return {"inputs": batch.inputs.numpy(), "targets": batch.targets.numpy()}
+
+
+@st.cache_data(max_entries=SHOWN_SEQUENCES, show_spinner=False)
+def trained_reading(seq: int) -> dict:
+    """The trained SSM on held-out sequence `seq` (0 … SHOWN_SEQUENCES − 1): its ids and
+    targets `[pos]`, each position's kind, the first layer's Δ and kept fraction exp(Δ A)
+    (mean over states) `[pos, d_inner]` and their means over channels `[pos]` (float64);
+    the answer slots, the symbols they should write, the probabilities there `[slot, n_out]`,
+    their argmax and how many of those are right."""
+    held = _held_out()
+    ids, targets = held["inputs"][seq], held["targets"][seq]
+    reading = tsel.first_layer_reading(trained_ssm().model, torch.from_numpy(ids))
+    slots = tsel.answer_slots(targets)
+    probabilities = tsel.softmax(reading["logits"][slots])
+    predicted = probabilities.argmax(axis=-1)
+    return {
+        "ids": ids,
+        "targets": targets,
+        "kinds": tsel.position_kinds(ids, selective_copy_task().n_symbols),
+        "delta": reading["ssm_delta"],
+        "kept": reading["ssm_decay"],
+        "delta_mean": reading["ssm_delta"].astype(np.float64).mean(axis=-1),
+        "kept_mean": reading["ssm_decay"].astype(np.float64).mean(axis=-1),
+        "slots": slots,
+        "truth": targets[slots],
+        "probabilities": probabilities,
+        "predicted": predicted,
+        "right": int((predicted == targets[slots]).sum()),
+    }
+
+
+@st.cache_data(max_entries=1, show_spinner=False)
+def trained_delta_by_kind() -> dict:
+    """The first layer's Δ and kept fraction, mean over channels, then over every position
+    of each kind in all the held-out sequences (`{kind: mean}`); how far Δ ranges over the
+    blanks; and how many sequences were read."""
+    held = _held_out()
+    reading = tsel.first_layer_reading(trained_ssm().model, torch.from_numpy(held["inputs"]))
+    kinds = tsel.position_kinds(held["inputs"], selective_copy_task().n_symbols)
+    delta = reading["ssm_delta"].astype(np.float64).mean(axis=-1)
+    blanks = delta[kinds == tsel.BLANK]
+    return {
+        "delta": tsel.means_by_kind(delta, kinds),
+        "kept": tsel.means_by_kind(reading["ssm_decay"].mean(axis=-1), kinds),
+        "blank_range": {"low": float(blanks.min()), "high": float(blanks.max())},
+        "n_sequences": int(held["inputs"].shape[0]),
+    }
