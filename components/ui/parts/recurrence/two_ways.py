@@ -261,9 +261,10 @@ def draw(read: Reading) -> None:
     st.caption(t("recurrence.two_ways.lead"))
     head, chunk = _controls(cfg.n_heads)
     run = runs.two_ways(read.ids, chunk)
-    _metrics(run, chunk)
+    # The outputs first, then their differences: the lesson's first chart starts in view.
     load_grid_charts()
     _outputs(run, read, head, chunk)
+    _metrics(run, chunk)
 
     st.subheader(t("recurrence.two_ways.cost_title"))
     state_col, time_col = st.columns(2)
