@@ -62,13 +62,15 @@ def readout(model: SequenceModel, last: torch.Tensor) -> torch.Tensor:
     return model.core.ln_final(last) @ model.W_U + model.b_U
 
 
-def first_layer_reading(model: SequenceModel, ids: torch.Tensor) -> dict[str, np.ndarray]:
-    """The stack of kind "ssm" on token ids `[pos]` or `[batch, pos]`: its first SSM layer's
+def first_layer_reading(model: SequenceModel, ids) -> dict[str, np.ndarray]:
+    """The stack of kind "ssm" on token ids `[pos]` or `[batch, pos]` (a tensor or an integer
+    array): its first SSM layer's
     trace (`ssm_*`, docs/DESIGN.md "Selective state space", computed by the layer's own
     `run_with_cache` on the layer's own input), that input `layer_input [..., pos, d_model]`,
     and the model's `logits [..., pos, n_out]`, all numpy arrays in the model's dtype,
     computed without gradients."""
     _check_stack(model)
+    ids = torch.as_tensor(ids)
     with torch.no_grad():
         first = model.core.blocks[0]
         pieces = block_pieces(first, stack_input(model, ids))

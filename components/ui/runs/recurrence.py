@@ -16,25 +16,18 @@ from functools import cache
 
 import numpy as np
 import streamlit as st
-import torch
 
 from components.ui.runs.shared import load_checkpoint, load_recurrent, load_transformer
 from models.analysis import gradient_flow as gf
 from models.analysis import recurrence_cost
-from models.analysis import recurrence_flow as rf
+from models.analysis import recurrence_lesson as rl
 from models.analysis import trained_selective as tsel
 from models.nets.linear_attention import (
     LinearAttentionConfig,
     LinearAttentionLayer,
-    linear_attention_parallel,
-    linear_attention_recurrent,
 )
 from models.nets.retention import (
-    decay_mask,
     default_gammas,
-    retention_chunkwise,
-    retention_parallel,
-    retention_recurrent,
 )
 from models.nets.selective_ssm import SelectiveSSM, SSMConfig
 from models.serving.runtime import heavy_work, limit_threads, page_slot_set_aside
@@ -82,60 +75,10 @@ def retnet_gammas() -> tuple[float, ...]:
     return tuple(float(g) for g in default_gammas(lesson_transformer().cfg.n_heads))
 
 
-def _block_inputs(ids: tuple[int, ...]) -> dict[str, torch.Tensor]:
-    """The first block's q, k, v `[head, pos, d_head]` and X `[pos, d_model]` as float32
-    tensors of their own (the cached arrays are read-only and shared)."""
-    first = first_block(ids)
-    return {name: torch.tensor(np.array(first[name])) for name in ("q", "k", "v", "X")}
-
-
-def _max_difference(a: torch.Tensor, b: torch.Tensor) -> float:
-    return float((a - b).abs().max())
-
-
 @st.cache_data(max_entries=64, show_spinner=False)
 def two_ways(ids: tuple[int, ...], chunk: int) -> dict:
-    """Every model's output on `ids` by each of its forms, float32 as computed: linear
-    attention and retention `[head, pos, d_head]` (retention also chunkwise, `chunk` tokens
-    to a chunk), the SSM `[pos, d_model]`; the largest |difference| of each form from the
-    parallel one; and the floats of the state tensors each carried after the last token."""
-    x = _block_inputs(ids)
-    q, k, v = x["q"], x["k"], x["v"]
-    gammas = torch.tensor(retnet_gammas(), dtype=q.dtype)
-    ssm = load_ssm()
-    with torch.no_grad():
-        _, la_parallel = linear_attention_parallel(q, k, v)
-        la_recurrent, la_state, la_norm = linear_attention_recurrent(q, k, v)
-        _, ret_parallel = retention_parallel(q, k, v, gammas)
-        ret_recurrent, ret_state = retention_recurrent(q, k, v, gammas)
-        ret_chunkwise = retention_chunkwise(q, k, v, gammas, chunk)
-        ssm_parallel, _ = ssm.run_with_cache(x["X"], mode="parallel")
-        ssm_sequential, ssm_trace = ssm.run_with_cache(x["X"], mode="sequential")
-    measured = recurrence_cost.measured_state_floats(
-        la_state, la_norm, ret_state, torch.from_numpy(ssm_trace["ssm_h"]), k, v
-    )
-    outputs = dict(
-        la_parallel=la_parallel,
-        la_recurrent=la_recurrent,
-        ret_parallel=ret_parallel,
-        ret_recurrent=ret_recurrent,
-        ret_chunkwise=ret_chunkwise,
-        ssm_parallel=ssm_parallel,
-        ssm_sequential=ssm_sequential,
-    )
-    differences = dict(
-        la=_max_difference(la_parallel, la_recurrent),
-        ret=_max_difference(ret_parallel, ret_recurrent),
-        ret_chunk=_max_difference(ret_parallel, ret_chunkwise),
-        ssm=_max_difference(ssm_parallel, ssm_sequential),
-    )
-    return {
-        "outputs": {name: value.numpy() for name, value in outputs.items()},
-        "differences": differences,
-        "state_floats": measured,
-        "dtype": str(q.dtype).removeprefix("torch."),
-        "ssm": dict(d_inner=ssm.cfg.d_inner, d_state=ssm.cfg.d_state),
-    }
+    """models/analysis/recurrence_lesson.py two_ways on `ids`, RetNet's γ per head."""
+    return rl.two_ways(first_block(ids), load_ssm(), retnet_gammas(), chunk)
 
 
 # The timings take well under a second each; they are measured once per length and server
@@ -158,23 +101,14 @@ def _per_token_times(length: int) -> dict[str, float]:
 @st.cache_data(max_entries=64, show_spinner=False)
 def linear_patterns(ids: tuple[int, ...]) -> np.ndarray:
     """Linear attention's implicit pattern `[head, query, key]` on the first block's q, k."""
-    x = _block_inputs(ids)
-    with torch.no_grad():
-        pattern, _ = linear_attention_parallel(x["q"], x["k"], x["v"])
-    return pattern.numpy()
+    return rl.linear_patterns(first_block(ids))
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def retention_pattern(ids: tuple[int, ...], head: int, gamma: float) -> dict[str, np.ndarray]:
     """Retention's pattern (q kᵀ) ⊙ D `[query, key]` for one head at decay `gamma`, and the
     decay mask D itself."""
-    x = _block_inputs(ids)
-    one = slice(head, head + 1)
-    gammas = torch.tensor([gamma], dtype=x["q"].dtype)
-    with torch.no_grad():
-        pattern, _ = retention_parallel(x["q"][one], x["k"][one], x["v"][one], gammas)
-        mask = decay_mask(len(ids), gammas)
-    return {"pattern": pattern[0].numpy(), "decay": mask[0].numpy()}
+    return rl.retention_pattern(first_block(ids), head, gamma)
 
 
 # --- ③ the selective state; ④ gradient flow through time -----------------------------------
@@ -184,9 +118,7 @@ def retention_pattern(ids: tuple[int, ...], head: int, gamma: float) -> dict[str
 # largest singular value 1, 64 hidden units, LSTM forget bias 1.
 RECURRENT_SETTINGS = gf.clean_settings()[0]
 CELLS = {"RNN": "rnn", "LSTM": "lstm", "GRU": "gru"}
-SSM = "ssm"
-LINEAR_ATTENTION = "linear_attention"
-TRANSFORMER = "Transformer"
+SSM, LINEAR_ATTENTION, TRANSFORMER = rl.SSM, rl.LINEAR_ATTENTION, rl.TRANSFORMER
 
 
 @st.cache_resource(show_spinner=False)
@@ -204,30 +136,15 @@ def load_linear_attention() -> LinearAttentionLayer:
     return LinearAttentionLayer(LinearAttentionConfig(), seed=0)
 
 
-def _inputs(ids: tuple[int, ...]) -> torch.Tensor:
-    """The first block's input X `[pos, d_model]` as a float32 tensor of its own (the cached
-    array is read-only and shared)."""
-    return torch.tensor(np.array(first_block(ids)["X"]))
-
-
-def _state_of(layer: SelectiveSSM, X: torch.Tensor, delta_scale: float) -> dict[str, np.ndarray]:
-    trace = rf.ssm_trace(layer, X, delta_scale)
-    return {
-        "delta": trace["ssm_delta"],
-        "kept": trace["ssm_decay"],
-        "h_norm": rf.state_norms(trace["ssm_h"]),
-    }
-
-
 @st.cache_data(max_entries=128, show_spinner=False)
 def selective_state(ids: tuple[int, ...], delta_scale: float) -> dict[str, dict]:
     """Both layers on `ids` with every Δ multiplied by `delta_scale` (the layer's own weights
     and selective_scan_sequential, models/analysis/recurrence_flow.py ssm_forward): Δ and the
     kept fraction exp(Δ A) (mean over states) `[pos, d_inner]`, ‖h_t‖ `[pos]`, float32."""
-    X = _inputs(ids)
+    first = first_block(ids)
     return {
-        "selective": _state_of(load_ssm(), X, delta_scale),
-        "lti": _state_of(load_time_invariant_ssm(), X, delta_scale),
+        "selective": rl.selective_state(load_ssm(), first, delta_scale),
+        "lti": rl.selective_state(load_time_invariant_ssm(), first, delta_scale),
     }
 
 
@@ -244,33 +161,15 @@ def _recurrent(cell: str, d_in: int):
     )
 
 
-def _kept(result: dict) -> dict:
-    return {"grad_X": result["grad_X"], "loss": result["loss"]}
-
-
 @st.cache_data(max_entries=64, show_spinner=False)
 def flows(ids: tuple[int, ...], delta_scale: float) -> dict[str, dict]:
     """Every model's ‖∂L/∂X_t‖ `[pos]` and loss, L = u · output_τ at the last token, on the
     same inputs X (the first block's input of `ids`); the SSM's with Δ × `delta_scale`, and
     its `kept [pos]` (how much of each token's state reaches the last one)."""
-    X = _inputs(ids)
-    tau = X.shape[0] - 1
-    out = {
-        name: _kept(gf.recurrent_gradient_flow(_recurrent(cell, X.shape[1]), X, tau))
-        for name, cell in CELLS.items()
-    }
-    transformer = lesson_transformer()
-    # The Transformer adds its positions to what it reads: fed its token vectors W_E[ids], its
-    # first block reads X itself, and ∂L/∂(W_E[ids] + P) = ∂L/∂X.
-    tokens = gf.lesson_inputs(transformer, ids, len(ids))
-    out[TRANSFORMER] = _kept(gf.transformer_gradient_flow(transformer, tokens, tau))
-    ssm = rf.ssm_gradient_flow(load_ssm(), X, tau, delta_scale=delta_scale)
-    kept = rf.ssm_kept_until(load_ssm(), X, tau, delta_scale=delta_scale)
-    out[SSM] = _kept(ssm) | {"kept": kept}
-    out[LINEAR_ATTENTION] = _kept(
-        rf.linear_attention_gradient_flow(load_linear_attention(), X, tau)
-    )
-    return out
+    first = first_block(ids)
+    cells = {name: _recurrent(cell, first["X"].shape[1]) for name, cell in CELLS.items()}
+    model = lesson_transformer()
+    return rl.flows(first, ids, cells, model, load_ssm(), load_linear_attention(), delta_scale)
 
 
 # --- ⑤ trained, not only random -------------------------------------------------------------
@@ -331,7 +230,7 @@ def trained_reading(seq: int) -> dict:
     their argmax and how many of those are right."""
     held = _held_out()
     ids, targets = held["inputs"][seq], held["targets"][seq]
-    reading = tsel.first_layer_reading(trained_ssm().model, torch.from_numpy(ids))
+    reading = tsel.first_layer_reading(trained_ssm().model, ids)
     slots = tsel.answer_slots(targets)
     probabilities = tsel.softmax(reading["logits"][slots])
     predicted = probabilities.argmax(axis=-1)
@@ -357,7 +256,7 @@ def trained_delta_by_kind() -> dict:
     of each kind in all the held-out sequences (`{kind: mean}`); how far Δ ranges over the
     blanks; and how many sequences were read."""
     held = _held_out()
-    reading = tsel.first_layer_reading(trained_ssm().model, torch.from_numpy(held["inputs"]))
+    reading = tsel.first_layer_reading(trained_ssm().model, held["inputs"])
     kinds = tsel.position_kinds(held["inputs"], selective_copy_task().n_symbols)
     delta = reading["ssm_delta"].astype(np.float64).mean(axis=-1)
     blanks = delta[kinds == tsel.BLANK]
